@@ -1,0 +1,50 @@
+# minivit: `make lab` opens the course, `make test` runs every test.
+# Both create .venv, install minivit with its [dev] tools and prepare the data on first use.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# The PyTorch build to install first (override e.g. TORCH_SPEC="torch torchvision" for the latest).
+TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
+# Run as root (containers), JupyterLab needs --allow-root.
+LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+.PHONY: help install data lab test unit notebooks bench clean
+
+help:
+	@echo "make lab        open the course notebooks in JupyterLab (sets everything up first)"
+	@echo "make test       run the unit tests and every notebook (pytest --nbval notebooks/)"
+	@echo "make install    create $(VENV) and install minivit[dev]"
+	@echo "make data       link the offline data sets into data/ (or note they will download)"
+	@echo "make bench      run the CPU benchmarks (benchmarks/)"
+
+install: $(BIN)/.installed
+
+$(BIN)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(TORCH_SPEC)
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+data: install
+	$(BIN)/python -m minivit.data prepare
+
+lab: install data
+	$(BIN)/jupyter lab $(LAB_FLAGS) notebooks/
+
+unit: install data
+	$(BIN)/python -m pytest tests/
+
+# pytest exits 5 when it collects no test: say so instead of failing an empty folder.
+notebooks: install data
+	$(BIN)/python -m pytest --nbval notebooks/; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "no notebooks collected"; rc=0; fi; exit $$rc
+
+test: unit notebooks
+
+bench: install data
+	$(BIN)/python benchmarks/throughput.py
+	$(BIN)/python benchmarks/time_to_accuracy.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,68 @@
+"""Multi-head self-attention, written out and fused (paper §3.1, Eq. 2; Appendix A).
+
+    [q, k, v] = z U_qkv,   A = softmax(q kᵀ / √D_h),   SA(z) = A v
+    MSA(z) = [SA_1(z); ...; SA_k(z)] U_msa
+
+`scaled_dot_product_attention` is the equation line by line, with the softmax
+as a named step (`Attention.attend`) so the maps can be recorded. `Attention`
+runs PyTorch's fused `F.scaled_dot_product_attention` by default (faster, less
+memory) and the written-out path when the weights are asked for
+(`return_attention=True`) or when `fused=False`; tests pin the two equal.
+
+Shape legend: B batch, N tokens, D width, heads, Dh = D / heads.
+
+Introduced in 03_transformer_encoder.ipynb.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+from torch import nn
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax: nn.Module | None = None, dropout: float = 0.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(q kᵀ / √Dh) v, written out. q, k, v: (..., N, Dh) -> output (..., N, Dh), weights (..., N, N)."""
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"expected q (..., N, Dh), k (..., M, Dh), v (..., M, Dv); got {q.shape}, {k.shape}, {v.shape}")
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., N, M)
+    weights = softmax(scores) if softmax is not None else scores.softmax(dim=-1)  # (..., N, M), rows sum to 1
+    out = F.dropout(weights, dropout) @ v if dropout else weights @ v  # (..., N, Dv)
+    return out, weights
+
+
+class Attention(nn.Module):
+    """Multi-head self-attention: (B, N, D) -> (B, N, D), optionally with weights (B, heads, N, N).
+
+    timm's names: `qkv` (one Linear D -> 3D for queries, keys and values of
+    every head) and `proj` (U_msa, D -> D).
+    """
+
+    def __init__(self, dim: int, heads: int, dropout: float = 0.0, fused: bool = True):
+        super().__init__()
+        if dim % heads:
+            raise ValueError(f"dim {dim} must be divisible by heads {heads}")
+        self.heads = heads
+        self.fused = fused  # speed switch only: both paths compute the same function
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.attend = nn.Softmax(dim=-1)  # the named step: hook it to record attention maps
+        self.proj = nn.Linear(dim, dim)
+        self.proj_drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, return_attention: bool = False):
+        """x: (B, N, D). Returns (B, N, D), or ((B, N, D), (B, heads, N, N)) with `return_attention`."""
+        if x.ndim != 3 or x.shape[-1] != self.qkv.in_features:
+            raise ValueError(f"expected tokens of shape (B, N, {self.qkv.in_features}), got {tuple(x.shape)}")
+        q, k, v = rearrange(self.qkv(x), "b n (three h dh) -> three b h n dh", three=3, h=self.heads)  # 3 x (B, heads, N, Dh)
+        if self.fused and not return_attention:
+            out, weights = F.scaled_dot_product_attention(q, k, v), None  # (B, heads, N, Dh)
+        else:
+            out, weights = scaled_dot_product_attention(q, k, v, self.attend)  # (B, heads, N, Dh), (B, heads, N, N)
+        out = rearrange(out, "b h n dh -> b n (h dh)")  # (B, N, D): heads concatenated
+        out = self.proj_drop(self.proj(out))  # (B, N, D)
+        return (out, weights) if return_attention else out

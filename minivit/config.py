@@ -1,0 +1,136 @@
+"""ViT configuration and the preset registry (paper Table 1 plus tiny CPU sizes).
+
+A `ViTConfig` is a frozen dataclass: every field has a comment, every value is
+checked once in `__post_init__`, and `dataclasses.replace(config, ...)` makes a
+variant. Presets are named configs: the paper's models (Table 1 of Dosovitskiy
+et al., with the DeiT "Ti" and "S" widths that timm also uses) at 224 px and
+every patch size the paper uses (/32, /16, /14, /8), and course sizes that
+train on a 2-core CPU in minutes.
+
+    >>> get_preset("ViT-B/16", num_classes=10).dim
+    768
+
+Introduced in 00_start_here.ipynb; the model sizes are discussed in
+03_transformer_encoder.ipynb.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+POOLS = ("token", "mean")
+HEADS = ("linear", "mlp")
+
+
+@dataclass(frozen=True)
+class ViTConfig:
+    """Every number that fixes a Vision Transformer's shape."""
+
+    image_size: int | tuple[int, int] = 224  # input H, W in pixels (an int means square)
+    patch_size: int = 16  # P: side of a square patch; H and W must be multiples of P
+    in_channels: int = 3  # C: 3 for RGB, 1 for grey images
+    num_classes: int = 1000  # K: outputs of the classification head
+    dim: int = 768  # D: token width, "hidden size" in Table 1
+    depth: int = 12  # L: number of encoder blocks ("layers")
+    heads: int = 12  # attention heads; D must be divisible by heads
+    mlp_dim: int = 3072  # hidden width of each block's MLP ("MLP size", 4 D in the paper)
+    dropout: float = 0.0  # after the position embedding, attention projection and MLP layers
+    pool: str = "token"  # "token": the [class] token's output (Eq. 4); "mean": average of patch tokens
+    head: str = "linear"  # "linear": zero-initialised D x K (fine-tuning); "mlp": one tanh hidden layer (pre-training)
+
+    def __post_init__(self) -> None:
+        size = self.image_size
+        if isinstance(size, (list, tuple)):
+            if len(size) != 2:
+                raise ValueError(f"image_size must be an int or (H, W), got {size!r}")
+            object.__setattr__(self, "image_size", (int(size[0]), int(size[1])))
+        for name in ("patch_size", "in_channels", "num_classes", "dim", "depth", "heads", "mlp_dim"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        h, w = self.image_hw
+        if min(h, w) < 1:
+            raise ValueError(f"image_size must be positive, got {self.image_size!r}")
+        if h % self.patch_size or w % self.patch_size:
+            raise ValueError(
+                f"image_size {h}x{w} is not divisible by patch_size {self.patch_size}; "
+                "expected H and W to be multiples of P"
+            )
+        if self.dim % self.heads:
+            raise ValueError(f"dim {self.dim} must be divisible by heads {self.heads}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+        if self.pool not in POOLS:
+            raise ValueError(f"pool must be one of {POOLS}, got {self.pool!r}")
+        if self.head not in HEADS:
+            raise ValueError(f"head must be one of {HEADS}, got {self.head!r}")
+
+    @property
+    def image_hw(self) -> tuple[int, int]:
+        """(H, W) of the input image."""
+        s = self.image_size
+        return (s, s) if isinstance(s, int) else s
+
+    @property
+    def grid_size(self) -> tuple[int, int]:
+        """(H / P, W / P): the patch grid."""
+        h, w = self.image_hw
+        return h // self.patch_size, w // self.patch_size
+
+    @property
+    def num_patches(self) -> int:
+        """N = HW / P^2, the number of patch tokens (the [class] token not counted)."""
+        gh, gw = self.grid_size
+        return gh * gw
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-python dict (JSON- and `weights_only`-checkpoint friendly)."""
+        d = asdict(self)
+        if isinstance(d["image_size"], tuple):
+            d["image_size"] = list(d["image_size"])
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ViTConfig":
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown ViTConfig fields {sorted(unknown)}; expected {list(cls.__dataclass_fields__)}")
+        return cls(**d)
+
+
+# Table 1 (Base, Large, Huge) and the DeiT widths timm calls Tiny and Small:
+# name: (depth L, width D, MLP size, heads)
+_PAPER_SIZES = {
+    "Ti": (12, 192, 768, 3),
+    "S": (12, 384, 1536, 6),
+    "B": (12, 768, 3072, 12),
+    "L": (24, 1024, 4096, 16),
+    "H": (32, 1280, 5120, 16),
+}
+_PAPER_PATCHES = (32, 16, 14, 8)
+
+PRESETS: dict[str, ViTConfig] = {
+    f"ViT-{size}/{p}": ViTConfig(image_size=224, patch_size=p, depth=L, dim=D, mlp_dim=M, heads=h)
+    for size, (L, D, M, h) in _PAPER_SIZES.items()
+    for p in _PAPER_PATCHES
+}
+# Course sizes for 32 px images (CIFAR-10; Fashion-MNIST with image_size=28, in_channels=1):
+# they train on a 2-core CPU in minutes. Patch 4 gives an 8 x 8 grid, N = 64.
+PRESETS["ViT-Nano/4"] = ViTConfig(image_size=32, patch_size=4, dim=64, depth=4, heads=4, mlp_dim=128, num_classes=10)
+PRESETS["ViT-Micro/4"] = ViTConfig(image_size=32, patch_size=4, dim=128, depth=6, heads=4, mlp_dim=256, num_classes=10)
+
+
+def list_presets() -> list[str]:
+    """Names accepted by `get_preset` / `ViT.from_preset`."""
+    return list(PRESETS)
+
+
+def get_preset(name: str, **overrides: Any) -> ViTConfig:
+    """The preset `name`, with any field replaced, e.g. `get_preset("ViT-B/16", num_classes=10)`."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; expected one of {list_presets()}")
+    bad = set(overrides) - set(ViTConfig.__dataclass_fields__)
+    if bad:
+        raise ValueError(f"unknown ViTConfig fields {sorted(bad)}; expected {list(ViTConfig.__dataclass_fields__)}")
+    return replace(PRESETS[name], **overrides)

@@ -1,0 +1,108 @@
+"""Images to patch sequences: `patchify`, `unpatchify` and `PatchEmbed` (paper §3.1, Eq. 1).
+
+"We reshape the image x ∈ R^{H×W×C} into a sequence of flattened 2D patches
+x_p ∈ R^{N×(P²·C)}, where (P, P) is the resolution of each image patch and
+N = HW/P² is the resulting number of patches" -- then "map to D dimensions
+with a trainable linear projection" E.
+
+`PatchEmbed` implements E as a Conv2d with kernel = stride = P, which is the
+same linear map applied to every non-overlapping patch (tested equal to
+`Linear(patchify(x))` with `conv_weight_as_linear`).
+
+Shape legend: B batch, C channels, H W height width, P patch size,
+N = HW/P² patches, D width.
+
+Introduced in 01_patches.ipynb.
+"""
+
+from __future__ import annotations
+
+import torch
+from einops import rearrange
+from torch import nn
+
+# The flattening order of one patch is (p1 p2 c): row, column, then channel.
+PATCHIFY = "b c (h p1) (w p2) -> b (h w) (p1 p2 c)"
+UNPATCHIFY = "b (h w) (p1 p2 c) -> b c (h p1) (w p2)"
+
+
+def _pair(size: int | tuple[int, int]) -> tuple[int, int]:
+    return (size, size) if isinstance(size, int) else (int(size[0]), int(size[1]))
+
+
+def check_images(images: torch.Tensor, patch_size: int, channels: int | None = None) -> None:
+    """Raise a ValueError unless `images` is (B, C, H, W) with H, W multiples of `patch_size`."""
+    if not isinstance(images, torch.Tensor):
+        raise ValueError(f"expected a torch.Tensor of shape (B, C, H, W), got {type(images).__name__}")
+    if images.ndim != 4:
+        raise ValueError(f"expected a 4-D tensor (B, C, H, W), got shape {tuple(images.shape)}")
+    if patch_size < 1:
+        raise ValueError(f"patch_size must be a positive int, got {patch_size}")
+    _, c, h, w = images.shape
+    if channels is not None and c != channels:
+        raise ValueError(f"expected {channels} channels (B, {channels}, H, W), got shape {tuple(images.shape)}")
+    if h % patch_size or w % patch_size:
+        raise ValueError(
+            f"image size {h}x{w} is not divisible by patch size {patch_size}; "
+            f"expected H and W to be multiples of P (e.g. resize or crop to {h // patch_size * patch_size}x"
+            f"{w // patch_size * patch_size})"
+        )
+
+
+def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
+    """(B, C, H, W) -> (B, N, P*P*C): cut into non-overlapping P x P patches, row by row, and flatten each."""
+    check_images(images, patch_size)
+    return rearrange(images, PATCHIFY, p1=patch_size, p2=patch_size)  # (B, N, P*P*C)
+
+
+def unpatchify(patches: torch.Tensor, patch_size: int, image_size: int | tuple[int, int]) -> torch.Tensor:
+    """(B, N, P*P*C) -> (B, C, H, W): the inverse of `patchify` for an image of `image_size` (H, W)."""
+    if patches.ndim != 3:
+        raise ValueError(f"expected a 3-D tensor (B, N, P*P*C), got shape {tuple(patches.shape)}")
+    h, w = _pair(image_size)
+    if h % patch_size or w % patch_size:
+        raise ValueError(f"image size {h}x{w} is not divisible by patch size {patch_size}")
+    gh, gw = h // patch_size, w // patch_size
+    _, n, d = patches.shape
+    if n != gh * gw or d % (patch_size * patch_size):
+        raise ValueError(
+            f"expected (B, {gh * gw}, P*P*C) patches for a {h}x{w} image with P={patch_size}, "
+            f"got shape {tuple(patches.shape)}"
+        )
+    return rearrange(patches, UNPATCHIFY, h=gh, p1=patch_size, p2=patch_size)  # (B, C, H, W)
+
+
+def conv_weight_as_linear(weight: torch.Tensor) -> torch.Tensor:
+    """Conv2d weight (D, C, P, P) -> Linear weight (D, P*P*C) in `patchify`'s flattening order."""
+    return rearrange(weight, "d c p1 p2 -> d (p1 p2 c)")
+
+
+class PatchEmbed(nn.Module):
+    """The patch embedding E of Eq. 1: (B, C, H, W) -> (B, N, D).
+
+    A Conv2d with kernel = stride = P (timm's name: `proj`), i.e. one shared
+    linear map from each flattened P x P x C patch to D dimensions.
+    """
+
+    def __init__(self, image_size: int | tuple[int, int], patch_size: int, in_channels: int, dim: int):
+        super().__init__()
+        h, w = _pair(image_size)
+        if h % patch_size or w % patch_size:
+            raise ValueError(f"image size {h}x{w} is not divisible by patch size {patch_size}")
+        self.image_size = (h, w)
+        self.patch_size = patch_size
+        self.in_channels = in_channels
+        self.grid_size = (h // patch_size, w // patch_size)
+        self.num_patches = self.grid_size[0] * self.grid_size[1]
+        self.proj = nn.Conv2d(in_channels, dim, kernel_size=patch_size, stride=patch_size)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        check_images(images, self.patch_size, self.in_channels)
+        if tuple(images.shape[-2:]) != self.image_size:
+            raise ValueError(
+                f"expected images of size {self.image_size[0]}x{self.image_size[1]}, got "
+                f"{images.shape[-2]}x{images.shape[-1]}; to use another resolution build the model for it "
+                "and resize the position embedding with minivit.resize_pos_embed"
+            )
+        x = self.proj(images)  # (B, D, H/P, W/P)
+        return rearrange(x, "b d gh gw -> b (gh gw) d")  # (B, N, D)

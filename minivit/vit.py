@@ -1,0 +1,156 @@
+"""The Vision Transformer (paper §3.1, Eq. 1–4).
+
+    z_0 = [x_class; x_p^1 E; ...; x_p^N E] + E_pos        (1)  patch_embed, cls_token, pos_embed
+    z_l = Block(z_{l-1}),  l = 1..L                        (2, 3) blocks
+    y   = LN(z_L^0)                                        (4)  norm, then the [class] token
+
+`forward_features` computes Eq. 1–3 and the final LayerNorm for every token;
+`forward_head` pools (the [class] token, or the mean of the patch tokens) and
+applies the head. Two heads, as in the paper (§3.1, §3.2): "a MLP with one
+hidden layer at pre-training time and by a single linear layer at fine-tuning
+time", the latter "a zero-initialized D × K feedforward layer".
+
+Parameter names equal timm's `VisionTransformer`, so a timm state dict of the
+same config loads with `load_state_dict(..., strict=True)`.
+
+    model = ViT.from_preset("ViT-B/16", num_classes=1000)
+    logits = model(images)  # (B, 3, 224, 224) -> (B, 1000)
+
+Shape legend: B batch, C channels, H W image size, N patches, D width, K classes.
+
+Introduced in 03_transformer_encoder.ipynb.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import torch
+from torch import nn
+
+from .config import ViTConfig, get_preset
+from .embeddings import init_pos_embed_, prepend_class_token
+from .encoder import LAYER_NORM_EPS, Encoder
+from .patching import PatchEmbed
+
+
+class MlpHead(nn.Module):
+    """The pre-training head: Linear D -> D, tanh, Linear D -> K. (B, D) -> (B, K)."""
+
+    def __init__(self, dim: int, num_classes: int):
+        super().__init__()
+        self.pre_logits = nn.Linear(dim, dim)
+        self.act = nn.Tanh()
+        self.fc = nn.Linear(dim, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.act(self.pre_logits(x)))  # (B, K)
+
+
+class ViT(nn.Module):
+    """Vision Transformer. `forward`: float images (B, C, H, W) -> logits (B, K).
+
+    `patch_embed` may be replaced by any module mapping (B, C, H, W) to
+    (B, N, D) with `num_patches` and `grid_size` attributes (e.g. a CNN stem
+    for the hybrid model); by default it is `PatchEmbed` built from `config`.
+    """
+
+    def __init__(self, config: ViTConfig, patch_embed: nn.Module | None = None):
+        super().__init__()
+        if not isinstance(config, ViTConfig):
+            raise ValueError(f"expected a ViTConfig, got {type(config).__name__}; see ViT.from_preset")
+        self.config = config
+        c = config
+        self.patch_embed = patch_embed or PatchEmbed(c.image_size, c.patch_size, c.in_channels, c.dim)
+        self.num_prefix_tokens = 1
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, c.dim))  # (1, 1, D)
+        self.pos_embed = nn.Parameter(torch.zeros(1, self.patch_embed.num_patches + 1, c.dim))  # (1, N+1, D)
+        self.pos_drop = nn.Dropout(c.dropout)
+        self.blocks = Encoder(c.dim, c.depth, c.heads, c.mlp_dim, c.dropout)
+        self.norm = nn.LayerNorm(c.dim, eps=LAYER_NORM_EPS)
+        self.head = nn.Linear(c.dim, c.num_classes) if c.head == "linear" else MlpHead(c.dim, c.num_classes)
+        self.reset_parameters()
+
+    @classmethod
+    def from_preset(cls, name: str, **overrides: Any) -> "ViT":
+        """Build a named preset (see `minivit.list_presets()`), with any config field overridden."""
+        return cls(get_preset(name, **overrides))
+
+    def reset_parameters(self) -> None:
+        """The paper's (JAX) initialisation: Xavier-uniform Linears, LeCun-normal patch projection,
+        N(0, 0.02) position embedding, zero [class] token, zero-initialised linear head."""
+        for m in self.modules():
+            if isinstance(m, nn.Linear):
+                nn.init.xavier_uniform_(m.weight)
+                nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.LayerNorm):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+        proj = getattr(self.patch_embed, "proj", None)
+        if isinstance(proj, nn.Conv2d):
+            fan_in = proj.in_channels * proj.kernel_size[0] * proj.kernel_size[1]
+            nn.init.trunc_normal_(proj.weight, std=1 / math.sqrt(fan_in))
+            nn.init.zeros_(proj.bias)
+        init_pos_embed_(self.pos_embed)
+        nn.init.zeros_(self.cls_token)
+        if isinstance(self.head, nn.Linear):
+            nn.init.zeros_(self.head.weight)
+            nn.init.zeros_(self.head.bias)
+
+    def embed(self, images: torch.Tensor) -> torch.Tensor:
+        """Eq. 1: images (B, C, H, W) -> z_0 (B, N+1, D)."""
+        if not isinstance(images, torch.Tensor) or images.ndim != 4:
+            shape = tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__
+            raise ValueError(f"expected a float tensor of images (B, C, H, W), got {shape}")
+        if not images.is_floating_point():
+            raise ValueError(
+                f"expected float images (normalise uint8 images first, e.g. minivit.data.normalize), got {images.dtype}"
+            )
+        x = self.patch_embed(images)  # (B, N, D)
+        x = prepend_class_token(x, self.cls_token)  # (B, N+1, D)
+        return self.pos_drop(x + self.pos_embed)  # (B, N+1, D)
+
+    def forward_features(self, images: torch.Tensor) -> torch.Tensor:
+        """Eq. 1–3 and the final LayerNorm: (B, C, H, W) -> (B, N+1, D), the [class] token first."""
+        x = self.blocks(self.embed(images))  # (B, N+1, D)
+        return self.norm(x)  # (B, N+1, D)
+
+    def pool(self, features: torch.Tensor) -> torch.Tensor:
+        """(B, N+1, D) -> (B, D): the [class] token (Eq. 4), or the mean of the patch tokens."""
+        if self.config.pool == "token":
+            return features[:, 0]  # (B, D)
+        return features[:, self.num_prefix_tokens :].mean(dim=1)  # (B, D)
+
+    def forward_head(self, features: torch.Tensor, pre_logits: bool = False) -> torch.Tensor:
+        """(B, N+1, D) -> logits (B, K), or the pooled representation (B, D) with `pre_logits`."""
+        y = self.pool(features)  # (B, D)
+        return y if pre_logits else self.head(y)  # (B, K)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """(B, C, H, W) float images -> (B, K) logits."""
+        return self.forward_head(self.forward_features(images))
+
+    @torch.no_grad()
+    def attention_maps(self, images: torch.Tensor) -> list[torch.Tensor]:
+        """Every layer's attention weights for `images`: a list of L tensors (B, heads, N+1, N+1)."""
+        _, maps = self.blocks(self.embed(images), return_attention=True)
+        return maps
+
+    def reset_classifier(self, num_classes: int) -> None:
+        """Replace the head by a zero-initialised D x K linear layer (fine-tuning, §3.2)."""
+        self.config = replace(self.config, num_classes=num_classes, head="linear")
+        head = nn.Linear(self.config.dim, num_classes)
+        nn.init.zeros_(head.weight)
+        nn.init.zeros_(head.bias)
+        ref = self.cls_token
+        self.head = head.to(device=ref.device, dtype=ref.dtype)
+
+    def num_params(self, trainable_only: bool = False) -> int:
+        """Number of parameters (all, or only those with `requires_grad`)."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
+
+    def no_weight_decay(self) -> set[str]:
+        """Names of parameters that should not be weight-decayed (as timm reports them)."""
+        return {"pos_embed", "cls_token"}

@@ -1,0 +1,23 @@
+"""environment.yml (conda) and pyproject.toml (pip) must ask for the same packages."""
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_environment_matches_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = set(project["dependencies"]) | set(project["optional-dependencies"]["dev"])
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    listed = {r for r in pip if not r.startswith("-e")}
+    assert listed == wanted, f"only in environment.yml: {listed - wanted}; only in pyproject: {wanted - listed}"
+    assert "-e ." in pip, "environment.yml must install minivit itself (-e .)"
+    assert "conda-forge" in env["channels"]
+    python = next(d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python"))
+    minimum = re.search(r">=\s*3\.(\d+)", project["requires-python"]).group(1)
+    assert int(python.split("=")[-1].split(".")[1]) >= int(minimum)
