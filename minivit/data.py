@@ -1,0 +1,424 @@
+"""Data sets, normalisation, batched augmentation and a batch iterator for minivit.
+
+Introduced in 03_transformer_encoder.ipynb.
+
+`load_dataset(name, split)` returns a whole split as uint8 tensors (B C H W):
+  cifar10        3 x 32 x 32,   10 classes, 50,000 train / 10,000 test (offline copy: JPEG q~75)
+  fashion-mnist  1 x 28 x 28,   10 classes, 60,000 train / 10,000 test
+  imagenette     3 x 128 x 128, 10 ImageNet classes, 9,469 train / 3,925 test (= official val)
+
+Data root (where files and caches live): the `root` argument, else env MINIVIT_DATA, else the
+repository's `data/` folder when it exists (source checkout / editable install), else ~/.cache/minivit.
+Sources, tried in order: the offline copies linked into the root by `python -m minivit.data prepare`
+(from `--source DIR`, env MINIVIT_SHARED_DATASETS or <repo>/../shared/datasets), files in
+torchvision's own layout, then a download of the official files. The first load decodes and
+writes <root>/cache/<name>-<split>.pt (atomic); later loads read that cache in about a second.
+"""
+from __future__ import annotations
+
+import argparse, gzip, hashlib, io, os, shutil, sys, tarfile, tempfile, urllib.request, warnings, zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+REPO = Path(__file__).resolve().parents[1]
+IMAGENETTE_URL = "https://s3.amazonaws.com/fast-ai-imageclas/imagenette2-160.tgz"
+FASHION_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                   "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")
+IMAGENETTE_CLASSES = {"n01440764": "tench", "n02102040": "English springer", "n02979186": "cassette player",
+                      "n03000684": "chain saw", "n03028079": "church", "n03394916": "French horn",
+                      "n03417042": "garbage truck", "n03425413": "gas pump", "n03445777": "golf ball",
+                      "n03888257": "parachute"}
+SHAPES = {"cifar10": (3, 32, 32), "fashion-mnist": (1, 28, 28), "imagenette": (3, 128, 128)}  # (C, H, W)
+# per-channel mean / std of the train split, in [0, 1] units (CIFAR-10: the JPEG copy's numbers)
+NORMALIZATION = {"cifar10": ((0.4913, 0.4821, 0.4465), (0.2452, 0.2428, 0.2606)),
+                 "fashion-mnist": ((0.2860,), (0.3530,)),
+                 "imagenette": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))}  # ImageNet's (own: .462 .458 .430 / .278 .275 .297)
+SPLITS = ("train", "test")
+OFFLINE_FILES = {"cifar10": ("cifar10-jpeg.tar.gz",), "imagenette": ("imagenette-128.tar.gz",),
+                 "fashion-mnist": tuple(f"fashion-mnist/{s}-{k}-idx{d}-ubyte.gz" for s in ("train", "t10k")
+                                        for k, d in (("images", 3), ("labels", 1)))}
+_FMNIST_PREFIX = {"train": "train", "test": "t10k"}
+
+
+@dataclass(frozen=True, eq=False)
+class ImageDataset:
+    """A whole split in memory: images uint8 (N, C, H, W), labels int64 (N,), class names."""
+    images: torch.Tensor  # uint8 (N, C, H, W)
+    labels: torch.Tensor  # int64 (N,), values in [0, len(classes))
+    classes: tuple  # class names (str), indexed by label
+    name: str  # data set name, e.g. "cifar10"
+    split: str  # "train" or "test"
+
+    def __post_init__(self):
+        if self.images.dtype != torch.uint8 or self.images.ndim != 4:
+            raise ValueError(f"images must be uint8 (N, C, H, W), got {self.images.dtype} {tuple(self.images.shape)}")
+        if self.labels.dtype != torch.int64 or self.labels.shape != (len(self.images),):
+            raise ValueError(f"labels must be int64 ({len(self.images)},), got {self.labels.dtype} "
+                             f"{tuple(self.labels.shape)}")
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __repr__(self):
+        return (f"ImageDataset(name={self.name!r}, split={self.split!r}, n={len(self)}, "
+                f"image_shape={tuple(self.images.shape[1:])}, classes={len(self.classes)})")
+
+    def subset(self, indices) -> "ImageDataset":
+        """The examples at `indices` (sequence or int64 tensor (M,)), in that order."""
+        idx = torch.as_tensor(indices, dtype=torch.int64)
+        return ImageDataset(self.images[idx], self.labels[idx], self.classes, self.name, self.split)
+
+
+def data_root(root=None) -> Path:
+    """The data folder: `root`, else $MINIVIT_DATA, else <repo>/data if it exists, else ~/.cache/minivit."""
+    if root is not None:
+        return Path(root).expanduser()
+    if os.environ.get("MINIVIT_DATA"):
+        return Path(os.environ["MINIVIT_DATA"]).expanduser()
+    return REPO / "data" if (REPO / "data").is_dir() else Path.home() / ".cache" / "minivit"
+
+
+def shared_source(source=None) -> Path:
+    """Folder holding the offline copies: `source`, else $MINIVIT_SHARED_DATASETS, else <repo>/../shared/datasets."""
+    return Path(source or os.environ.get("MINIVIT_SHARED_DATASETS") or REPO.parent / "shared" / "datasets")
+
+
+def _check_name_split(name, split):
+    if name not in SHAPES:
+        raise ValueError(f"unknown data set {name!r}; expected one of {sorted(SHAPES)}")
+    split = "test" if (name == "imagenette" and split == "val") else split
+    if split not in SPLITS:
+        extra = " (or 'val', an alias of 'test')" if name == "imagenette" else ""
+        raise ValueError(f"unknown split {split!r} for {name!r}; expected one of {list(SPLITS)}{extra}")
+    return split
+
+
+def load_dataset(name: str, split: str, root=None, download: bool = True) -> ImageDataset:
+    """Load split "train" or "test" of "cifar10" | "fashion-mnist" | "imagenette" as uint8 (N, C, H, W).
+
+    Reads <root>/cache/<name>-<split>.pt when present (rebuilt with a warning if corrupt), else
+    decodes the sources (see the module docstring) and writes that cache atomically.
+    """
+    split = _check_name_split(name, split)
+    root = data_root(root)
+    cache = root / "cache" / f"{name}-{split}.pt"
+    if cache.exists():
+        try:
+            d = torch.load(cache, weights_only=True)
+            return _validated(ImageDataset(d["images"], d["labels"], tuple(d["classes"]), name, split))
+        except Exception as e:  # unreadable, truncated, wrong keys/shapes/dtypes
+            warnings.warn(f"cache {cache} is unusable ({type(e).__name__}: {e}); rebuilding it from the source")
+    images, labels, classes = _build(name, split, root, download)
+    ds = _validated(ImageDataset(images, labels, tuple(classes), name, split))
+    try:
+        _atomic_save({"images": ds.images, "labels": ds.labels, "classes": list(ds.classes)}, cache)
+    except OSError as e:
+        warnings.warn(f"could not write cache {cache} ({e}); the next load decodes again")
+    return ds
+
+
+def _validated(ds: ImageDataset) -> ImageDataset:
+    if tuple(ds.images.shape[1:]) != SHAPES[ds.name] or len(ds) == 0:
+        raise ValueError(f"expected {ds.name} images of shape (N>0, {SHAPES[ds.name]}), got {tuple(ds.images.shape)}")
+    if not all(isinstance(c, str) for c in ds.classes) or not 0 <= int(ds.labels.min()) <= int(ds.labels.max()) < len(ds.classes):
+        raise ValueError(f"labels must lie in [0, {len(ds.classes)}) and class names be strings")
+    return ds
+
+
+def _atomic_save(obj, path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+            f.flush(); os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _build(name, split, root: Path, download: bool):
+    """Decode one split from the first source found -> (uint8 (N, C, H, W), int64 (N,), class names)."""
+    if name == "cifar10":
+        if (root / "cifar10-jpeg.tar.gz").exists():
+            return _decode_tar(root / "cifar10-jpeg.tar.gz", "cifar10", split, None, SHAPES[name])
+        looked = [root / "cifar10-jpeg.tar.gz", root / "cifar-10-batches-py"]
+    elif name == "imagenette":
+        tsv, tv_split = None, {"train": "train", "test": "val"}[split]
+        if (root / "imagenette-128.tar.gz").exists():
+            return _decode_tar(root / "imagenette-128.tar.gz", "imagenette-128", tv_split, "classes.tsv", SHAPES[name])
+        official = root / "imagenette2-160.tgz"
+        looked = [root / "imagenette-128.tar.gz", official]
+        if not official.exists() and download:
+            try:
+                _download(IMAGENETTE_URL, official)
+            except Exception as e:
+                raise _not_found(name, split, root, looked, f"download of {IMAGENETTE_URL} failed: {e}") from e
+        if official.exists():
+            return _decode_tar(official, "imagenette2-160", tv_split, tsv, SHAPES[name])
+        raise _not_found(name, split, root, looked, "downloading is disabled (download=False)")
+    else:
+        p = _FMNIST_PREFIX[split]
+        for folder in (root / "fashion-mnist", root / "FashionMNIST" / "raw"):
+            for ext in (".gz", ""):
+                x, y = folder / f"{p}-images-idx3-ubyte{ext}", folder / f"{p}-labels-idx1-ubyte{ext}"
+                if x.exists() and y.exists():
+                    images = torch.from_numpy(_read_idx(x)).unsqueeze(1)  # (N, 1, 28, 28)
+                    return images, torch.from_numpy(_read_idx(y).astype(np.int64)), FASHION_CLASSES
+        looked = [root / "fashion-mnist", root / "FashionMNIST" / "raw"]
+    # cifar10 / fashion-mnist: torchvision's own layout, or its download
+    import torchvision.datasets as tvd
+    cls = tvd.CIFAR10 if name == "cifar10" else tvd.FashionMNIST
+    try:
+        ds = cls(str(root), train=split == "train", download=download)
+    except Exception as e:
+        why = f"torchvision download failed: {e}" if download else "downloading is disabled (download=False)"
+        raise _not_found(name, split, root, looked, why) from e
+    images = torch.as_tensor(np.asarray(ds.data))
+    images = images.permute(0, 3, 1, 2) if name == "cifar10" else images.unsqueeze(1)  # (N, C, H, W)
+    return images.contiguous(), torch.as_tensor(ds.targets, dtype=torch.int64), FASHION_CLASSES if name != "cifar10" else ds.classes
+
+
+def _not_found(name, split, root, looked, why) -> FileNotFoundError:
+    where, files = "\n".join(f"  {p}" for p in looked), ", ".join(OFFLINE_FILES[name])
+    return FileNotFoundError(
+        f"data set {name!r} ({split} split) is not available. Looked in:\n{where}\nand {str(why).strip()}.\n"
+        f"Fix: run `python -m minivit.data prepare --root {root}` (`make data` does it for the default root): it "
+        f"links {files} from {shared_source()} (or --source DIR); or place those files in {root} yourself, or set MINIVIT_DATA "
+        "to a folder that holds them, or connect to the internet so they download.")
+
+
+def _download(url: str, dest: Path):
+    """Fetch `url` to `dest` through a temporary file, so an interrupted download leaves nothing behind."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".part")
+    try:
+        with urllib.request.urlopen(url, timeout=60) as r, open(tmp, "wb") as f:
+            shutil.copyfileobj(r, f, 1 << 20)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _read_idx(path: Path) -> np.ndarray:
+    """Parse an IDX file (optionally gzipped) of uint8 values -> array of the shape in its header."""
+    try:
+        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError, zlib.error) as e:
+        raise RuntimeError(f"cannot read {path}: {e}. Delete it and re-run `python -m minivit.data prepare`.") from e
+    ndim = raw[3] if len(raw) >= 4 else 0
+    if len(raw) < 4 or raw[:3] != b"\x00\x00\x08" or len(raw) < 4 + 4 * ndim:
+        raise RuntimeError(f"{path} is not a uint8 IDX file (bad header). Delete it and re-run prepare.")
+    shape = tuple(int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    if len(raw) != 4 + 4 * ndim + int(np.prod(shape)):
+        raise RuntimeError(f"{path} is truncated or corrupt: header says {shape}, size {len(raw)} bytes. "
+                           "Delete it and re-run `python -m minivit.data prepare`.")
+    return np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim).reshape(shape).copy()
+
+
+def _decode_tar(path: Path, top: str, split: str, tsv, shape):
+    """Decode every <top>/<split>/<class>/*.jp(e)g member of a tar archive, sorted by (class, file)."""
+    from torchvision.transforms.v2.functional import resize
+    files, names = [], None
+    try:
+        with tarfile.open(path, "r:*") as tf:
+            for m in tf:
+                parts = m.name.split("/")
+                if tsv and m.name == f"{top}/{tsv}":
+                    rows = [r.split("\t") for r in tf.extractfile(m).read().decode().splitlines() if r.strip()]
+                    names = {w: n for w, n in rows}
+                if m.isfile() and len(parts) == 4 and parts[:2] == [top, split] and parts[3].lower().endswith((".jpg", ".jpeg")):
+                    files.append((parts[2], parts[3], tf.extractfile(m).read()))
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as e:
+        raise RuntimeError(f"cannot read archive {path}: {type(e).__name__}: {e}. It is truncated or corrupt: "
+                           "delete it and re-run `python -m minivit.data prepare` (or let it download again).") from e
+    if not files:
+        raise RuntimeError(f"archive {path} holds no {top}/{split}/<class>/*.jpg images")
+    files.sort(key=lambda f: f[:2])
+    wnids = sorted({f[0] for f in files})
+    names = names or (IMAGENETTE_CLASSES if top.startswith("imagenette") else {w: w for w in wnids})
+    label_of = {w: i for i, w in enumerate(wnids)}
+    try:
+        decoded = _decode_jpegs([f[2] for f in files])
+    except (RuntimeError, OSError) as e:
+        raise RuntimeError(f"a JPEG in {path} ({top}/{split}) cannot be decoded: {e}. Delete the archive and "
+                           "re-run `python -m minivit.data prepare`.") from e
+    decoded = [im if im.shape[1:] == shape[1:] else resize(im, list(shape[1:]), antialias=True) for im in decoded]
+    images = torch.stack(decoded)  # (N, 3, H, W)
+    labels = torch.tensor([label_of[f[0]] for f in files], dtype=torch.int64)  # (N,)
+    return images, labels, [names.get(w, w) for w in wnids]
+
+
+def _decode_jpegs(blobs) -> list:
+    """JPEG bytes -> list of uint8 (3, H, W): torchvision's batched decoder, else PIL (about 2x slower)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # torchvision 0.29 deprecates its image io
+            from torchvision.io import ImageReadMode, decode_jpeg
+            return decode_jpeg([torch.frombuffer(bytearray(b), dtype=torch.uint8) for b in blobs], mode=ImageReadMode.RGB)
+    except ImportError:
+        from PIL import Image
+        return [torch.from_numpy(np.array(Image.open(io.BytesIO(b)).convert("RGB"))).permute(2, 0, 1) for b in blobs]
+
+
+def stratified_subset(dataset: ImageDataset, n_per_class: int, seed: int = 0) -> ImageDataset:
+    """Exactly `n_per_class` examples of every class, chosen by `seed`; indices kept in ascending order."""
+    g = torch.Generator().manual_seed(seed)
+    picked = []
+    for c in range(len(dataset.classes)):
+        idx = (dataset.labels == c).nonzero().squeeze(1)  # (n_c,)
+        if len(idx) < n_per_class:
+            raise ValueError(f"class {c} ({dataset.classes[c]!r}) has {len(idx)} examples, fewer than n_per_class={n_per_class}")
+        picked.append(idx[torch.randperm(len(idx), generator=g)[:n_per_class]])
+    return dataset.subset(torch.cat(picked).sort().values)
+
+
+def normalize(images: torch.Tensor, name: str) -> torch.Tensor:
+    """uint8 (B, C, H, W) -> float32 (B, C, H, W), (x / 255 - mean) / std of data set `name`, same device."""
+    if name not in NORMALIZATION:
+        raise ValueError(f"unknown data set {name!r}; expected one of {sorted(NORMALIZATION)}")
+    mean, std = (torch.tensor(v, device=images.device).view(-1, 1, 1) for v in NORMALIZATION[name])  # (C, 1, 1)
+    if images.dtype != torch.uint8 or images.ndim != 4 or images.shape[1] != len(mean):
+        raise ValueError(f"expected uint8 (B, {len(mean)}, H, W) images for {name}, got {images.dtype} {tuple(images.shape)}")
+    return (images.float() / 255 - mean) / std
+
+
+def _randint(high, n, generator, device):
+    dev = generator.device if generator is not None else device
+    return torch.randint(0, high, (n,), generator=generator, device=dev).to(device)
+
+
+def random_crop(images: torch.Tensor, padding: int, generator=None) -> torch.Tensor:
+    """Zero-pad (B, C, H, W) by `padding` on each side, then crop H x W at a random offset per image."""
+    if images.ndim != 4:
+        raise ValueError(f"expected images (B, C, H, W), got shape {tuple(images.shape)}")
+    if padding == 0:
+        return images
+    B, C, H, W = images.shape
+    padded = F.pad(images, (padding,) * 4)  # (B, C, H+2p, W+2p)
+    dy, dx = (_randint(2 * padding + 1, B, generator, images.device) for _ in range(2))  # (B,)
+    rows = (dy[:, None] + torch.arange(H, device=images.device))[:, :, None]  # (B, H, 1)
+    cols = (dx[:, None] + torch.arange(W, device=images.device))[:, None, :]  # (B, 1, W)
+    b = torch.arange(B, device=images.device)[:, None, None]  # (B, 1, 1)
+    return padded.permute(0, 2, 3, 1)[b, rows, cols].permute(0, 3, 1, 2).contiguous()  # (B, C, H, W)
+
+
+def random_flip(images: torch.Tensor, p: float = 0.5, generator=None) -> torch.Tensor:
+    """Mirror each image of (B, C, H, W) left-right with probability p."""
+    if images.ndim != 4:
+        raise ValueError(f"expected images (B, C, H, W), got shape {tuple(images.shape)}")
+    dev = generator.device if generator is not None else images.device
+    flip = (torch.rand(len(images), generator=generator, device=dev) < p).to(images.device)  # (B,)
+    return torch.where(flip[:, None, None, None], images.flip(-1), images)
+
+
+@dataclass(frozen=True)
+class Augment:
+    """Batched train-time augmentation of uint8 (B, C, H, W) on the batch's device."""
+    padding: int = 0  # random-crop padding in pixels (0: no crop)
+    flip: bool = False  # random left-right mirror with p = 0.5
+
+    def __call__(self, images: torch.Tensor, generator=None) -> torch.Tensor:
+        images = random_crop(images, self.padding, generator) if self.padding else images
+        return random_flip(images, 0.5, generator) if self.flip else images
+
+
+_BASIC_PADDING = {"cifar10": 4, "fashion-mnist": 2, "imagenette": 16}  # 1/8 of the side
+
+
+def make_augment(name: str, policy: str = "basic") -> Augment:
+    """policy "basic": pad-and-crop (side/8) + flip, the usual CIFAR recipe; "none": identity."""
+    if name not in _BASIC_PADDING:
+        raise ValueError(f"unknown data set {name!r}; expected one of {sorted(_BASIC_PADDING)}")
+    if policy == "none":
+        return Augment()
+    if policy == "basic":
+        return Augment(padding=_BASIC_PADDING[name], flip=True)
+    raise ValueError(f"unknown augmentation policy {policy!r}; expected 'basic' or 'none'")
+
+
+class batches:
+    """Iterate (uint8 images (b, C, H, W), labels (b,)) in batches of `batch_size`; a new order each pass."""
+
+    def __init__(self, data, batch_size: int, shuffle: bool, generator=None, drop_last: bool = False):
+        self.images, self.labels = (data.images, data.labels) if isinstance(data, ImageDataset) else data
+        if len(self.images) != len(self.labels) or batch_size < 1:
+            raise ValueError(f"need images and labels of equal length and batch_size >= 1, got "
+                             f"{len(self.images)}, {len(self.labels)}, {batch_size}")
+        self.batch_size, self.shuffle, self.generator, self.drop_last = batch_size, shuffle, generator, drop_last
+
+    def __len__(self):
+        n, b = len(self.labels), self.batch_size
+        return n // b if self.drop_last else -(-n // b)
+
+    def __iter__(self):
+        n = len(self.labels)
+        order = torch.randperm(n, generator=self.generator) if self.shuffle else None
+        for i in range(len(self)):
+            s = slice(i * self.batch_size, min(n, (i + 1) * self.batch_size))
+            if order is None:
+                yield self.images[s], self.labels[s]  # views, no copy
+            else:
+                idx = order[s].to(self.images.device)
+                yield self.images[idx], self.labels[idx.to(self.labels.device)]
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def prepare(names=None, root=None, source=None, copy=False, decode=False) -> int:
+    """Link (or copy) the offline copies of `names` from `source` into the data root; 0 on success."""
+    root, src, status = data_root(root), shared_source(source), 0
+    names = names or list(SHAPES)
+    for n in names:
+        _check_name_split(n, "train")
+    sums = {}
+    if (src / "SHA256SUMS").exists():
+        sums = dict(line.split()[::-1] for line in (src / "SHA256SUMS").read_text().splitlines() if line.strip())
+    if not src.is_dir():
+        print(f"minivit.data: no offline copies at {src}; data sets will be downloaded on first use (needs internet).")
+    for n in names:
+        for rel in OFFLINE_FILES[n] if src.is_dir() else ():
+            s, d = src / rel, root / rel
+            if d.exists():  # follows links: a dangling link counts as missing
+                print(f"  {n}: {d} ok (already present)"); continue
+            if not s.exists():
+                print(f"  {n}: {s} missing; {n} will be downloaded on first use"); continue
+            if rel in sums and _sha256(s) != sums[rel]:
+                print(f"  {n}: {s} FAILS its SHA256 check; not linked", file=sys.stderr); status = 1; continue
+            d.parent.mkdir(parents=True, exist_ok=True)
+            if d.is_symlink():
+                d.unlink()
+            shutil.copyfile(s, d) if copy else d.symlink_to(s.resolve())
+            print(f"  {n}: {'copied' if copy else 'linked'} {s} -> {d}")
+        if decode and status == 0:
+            for split in SPLITS:
+                print(f"  {n}: {load_dataset(n, split, root)}")
+    return status
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m minivit.data", description="Prepare the minivit data sets.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    q = sub.add_parser("prepare", help="link the offline copies into the data root (quick when done)")
+    q.add_argument("names", nargs="*", help=f"data sets (default: all of {sorted(SHAPES)})")
+    q.add_argument("--root", help="data root (default: $MINIVIT_DATA, <repo>/data or ~/.cache/minivit)")
+    q.add_argument("--source", help="offline copies (default: $MINIVIT_SHARED_DATASETS or <repo>/../shared/datasets)")
+    q.add_argument("--copy", action="store_true", help="copy the files instead of symlinking them")
+    q.add_argument("--decode", action="store_true", help="also decode both splits and write the caches")
+    a = p.parse_args(argv)
+    print(f"minivit.data: data root {data_root(a.root)}")
+    return prepare(a.names, a.root, a.source, a.copy, a.decode)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

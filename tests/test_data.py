@@ -1,0 +1,351 @@
+"""Tests for minivit.data: parsing, caching, errors, subsets, normalisation, augmentation, batching.
+
+Synthetic fixtures are built in tmp_path; one test reads the real offline Fashion-MNIST when present.
+"""
+import gzip
+import hashlib
+import io
+import sys
+import tarfile
+import urllib.error
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from minivit import data
+from minivit.data import (ImageDataset, batches, load_dataset, make_augment, normalize, random_crop,
+                          random_flip, stratified_subset)
+
+
+# ---------------------------------------------------------------- fixtures
+def _jpeg(value, size=(32, 32)) -> bytes:
+    buf = io.BytesIO()  # a flat colour survives JPEG almost exactly
+    Image.fromarray(np.full((*size, 3), value % 256, dtype=np.uint8)).save(buf, "JPEG", quality=95)
+    return buf.getvalue()
+
+
+def _write_tar(path, members: dict):
+    with tarfile.open(path, "w:gz") as tf:
+        for name, payload in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(payload)
+            tf.addfile(info, io.BytesIO(payload))
+
+
+CIFAR_CLASSES = ("airplane", "bird", "cat")
+
+
+def _cifar_tar(root, n=3):
+    members = {f"cifar10/{split}/{c}/{i:04d}.jpg": _jpeg(40 * k + 10 * i)
+               for split in ("train", "test") for k, c in enumerate(CIFAR_CLASSES) for i in range(n)}
+    members["cifar10/README.txt"] = b"not an image"
+    _write_tar(root / "cifar10-jpeg.tar.gz", members)
+    return root / "cifar10-jpeg.tar.gz"
+
+
+def _idx(array: np.ndarray) -> bytes:
+    header = bytes([0, 0, 8, array.ndim]) + b"".join(int(d).to_bytes(4, "big") for d in array.shape)
+    return header + array.astype(np.uint8).tobytes()
+
+
+def _fashion(folder, split="t10k", n=20, compress=True, seed=0):
+    rng = np.random.default_rng(seed)
+    x, y = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8), np.arange(n) % 10
+    folder.mkdir(parents=True, exist_ok=True)
+    for kind, arr, d in (("images", x, 3), ("labels", y, 1)):
+        name = folder / f"{split}-{kind}-idx{d}-ubyte"
+        if compress:
+            with gzip.open(str(name) + ".gz", "wb") as f:
+                f.write(_idx(arr))
+        else:
+            name.write_bytes(_idx(arr))
+    return x, y
+
+
+WNIDS = {"n01440764": "tench", "n03888257": "parachute"}
+
+
+def _imagenette_tar(path, top, ext, size, tsv=True):
+    members = {f"{top}/{split}/{w}/img{i}{ext}": _jpeg(100 * k + 20 * i, size)
+               for split in ("train", "val") for k, w in enumerate(WNIDS) for i in range(2)}
+    if tsv:
+        members[f"{top}/classes.tsv"] = "".join(f"{w}\t{n}\n" for w, n in WNIDS.items()).encode()
+    _write_tar(path, members)
+
+
+def _toy(n_per_class=(5, 7, 3), shape=(3, 8, 8)):
+    labels = torch.cat([torch.full((n,), c) for c, n in enumerate(n_per_class)])
+    images = torch.randint(0, 256, (len(labels), *shape), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    return ImageDataset(images, labels, tuple(f"c{i}" for i in range(len(n_per_class))), "cifar10", "train")
+
+
+# ---------------------------------------------------------------- loading
+def test_cifar_tar_parsed_sorted_and_labelled(tmp_path):
+    _cifar_tar(tmp_path)
+    ds = load_dataset("cifar10", "test", root=tmp_path)
+    assert ds.images.shape == (9, 3, 32, 32) and ds.images.dtype == torch.uint8
+    assert ds.labels.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2] and ds.labels.dtype == torch.int64
+    assert ds.classes == CIFAR_CLASSES and (ds.name, ds.split, len(ds)) == ("cifar10", "test", 9)
+    expected = torch.tensor([40 * k + 10 * i for k in range(3) for i in range(3)], dtype=torch.float)
+    assert torch.allclose(ds.images.float().mean((1, 2, 3)), expected, atol=2)  # decoded in file order
+
+
+def test_pil_fallback_decodes_the_same(tmp_path, monkeypatch):
+    _cifar_tar(tmp_path)
+    fast = load_dataset("cifar10", "test", root=tmp_path, download=False)
+    monkeypatch.setitem(sys.modules, "torchvision.io", None)  # as if torchvision had no image io
+    slow = data._build("cifar10", "test", tmp_path, download=False)[0]
+    assert (fast.images.int() - slow.int()).abs().max() <= 2  # decoders may round differently
+
+
+def test_second_load_reads_cache_without_source(tmp_path):
+    archive = _cifar_tar(tmp_path)
+    first = load_dataset("cifar10", "train", root=tmp_path)
+    assert (tmp_path / "cache" / "cifar10-train.pt").exists()
+    archive.unlink()  # only the cache is left
+    second = load_dataset("cifar10", "train", root=tmp_path)
+    assert torch.equal(first.images, second.images) and torch.equal(first.labels, second.labels)
+    assert first.classes == second.classes
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["cifar10-train.pt"]  # no temp files
+
+
+def test_failed_cache_write_leaves_nothing(tmp_path, monkeypatch):
+    _cifar_tar(tmp_path)
+
+    def broken_save(obj, f):
+        f.write(b"half a cache")
+        raise OSError("disk full")
+    monkeypatch.setattr(data.torch, "save", broken_save)
+    with pytest.warns(UserWarning, match="could not write cache"):
+        ds = load_dataset("cifar10", "train", root=tmp_path)
+    assert len(ds) == 9 and list((tmp_path / "cache").iterdir()) == []
+
+
+@pytest.mark.parametrize("bad", ["garbage", "wrong_shape"])
+def test_corrupt_cache_is_rebuilt_with_warning(tmp_path, bad):
+    _cifar_tar(tmp_path)
+    good = load_dataset("cifar10", "train", root=tmp_path)
+    cache = tmp_path / "cache" / "cifar10-train.pt"
+    if bad == "garbage":
+        cache.write_bytes(cache.read_bytes()[:100])  # truncated
+    else:
+        torch.save({"images": torch.zeros(9, 3, 8, 8, dtype=torch.uint8), "labels": good.labels,
+                    "classes": list(good.classes)}, cache)
+    with pytest.warns(UserWarning, match="rebuilding"):
+        again = load_dataset("cifar10", "train", root=tmp_path)
+    assert torch.equal(again.images, good.images)
+    assert torch.equal(torch.load(cache, weights_only=True)["images"], good.images)  # cache repaired
+
+
+def test_truncated_archive_clear_error_and_no_cache(tmp_path):
+    archive = _cifar_tar(tmp_path, n=20)
+    archive.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    with pytest.raises(RuntimeError, match="cifar10-jpeg.tar.gz.*(truncated|corrupt).*prepare"):
+        load_dataset("cifar10", "train", root=tmp_path)
+    assert not (tmp_path / "cache").exists() or list((tmp_path / "cache").iterdir()) == []
+
+
+def test_fashion_idx_gz_and_torchvision_raw_layout(tmp_path):
+    x, y = _fashion(tmp_path / "a" / "fashion-mnist")
+    ds = load_dataset("fashion-mnist", "test", root=tmp_path / "a")
+    assert ds.images.shape == (20, 1, 28, 28) and torch.equal(ds.images[:, 0], torch.from_numpy(x))
+    assert ds.labels.tolist() == y.tolist() and ds.classes[0] == "T-shirt/top" and len(ds.classes) == 10
+    x2, _ = _fashion(tmp_path / "b" / "FashionMNIST" / "raw", split="train", compress=False, seed=1)
+    assert torch.equal(load_dataset("fashion-mnist", "train", root=tmp_path / "b").images[:, 0], torch.from_numpy(x2))
+
+
+def test_truncated_idx_names_the_file(tmp_path):
+    folder = tmp_path / "FashionMNIST" / "raw"
+    _fashion(folder, compress=False)
+    f = folder / "t10k-images-idx3-ubyte"
+    f.write_bytes(f.read_bytes()[:-10])
+    with pytest.raises(RuntimeError, match="t10k-images-idx3-ubyte is truncated"):
+        load_dataset("fashion-mnist", "test", root=tmp_path)
+
+
+def test_imagenette_offline_layout_val_alias_and_names(tmp_path):
+    _imagenette_tar(tmp_path / "imagenette-128.tar.gz", "imagenette-128", ".jpg", (128, 128))
+    ds = load_dataset("imagenette", "val", root=tmp_path)
+    assert ds.split == "test" and ds.images.shape == (4, 3, 128, 128)
+    assert ds.classes == ("tench", "parachute") and ds.labels.tolist() == [0, 0, 1, 1]
+    assert (tmp_path / "cache" / "imagenette-test.pt").exists()
+
+
+def test_imagenette_download_path_resizes_to_128(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_download(url, dest):  # what the official archive looks like: 160 px short side, .JPEG
+        calls.append(url)
+        _imagenette_tar(dest, "imagenette2-160", ".JPEG", (160, 213), tsv=False)
+    monkeypatch.setattr(data, "_download", fake_download)
+    ds = load_dataset("imagenette", "train", root=tmp_path)
+    assert calls == [data.IMAGENETTE_URL] and ds.images.shape == (4, 3, 128, 128)
+    assert ds.classes == ("tench", "parachute")
+    assert abs(ds.images[2].float().mean().item() - 100) < 3  # flat colour kept by the resize
+    load_dataset("imagenette", "test", root=tmp_path)  # reuses the downloaded archive
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("name", ["cifar10", "fashion-mnist", "imagenette"])
+def test_missing_data_one_clear_error(tmp_path, name):
+    with pytest.raises(FileNotFoundError) as e:
+        load_dataset(name, "train", root=tmp_path, download=False)
+    msg = str(e.value)
+    assert repr(name) in msg and str(tmp_path) in msg and "make data" in msg
+    assert data.OFFLINE_FILES[name][0] in msg
+
+
+def test_missing_imagenette_failed_download_is_reported(tmp_path, monkeypatch):
+    def no_net(url, dest):
+        raise urllib.error.URLError("Name or service not known")
+    monkeypatch.setattr(data, "_download", no_net)
+    with pytest.raises(FileNotFoundError, match="(?s)imagenette.*download of .*failed"):
+        load_dataset("imagenette", "test", root=tmp_path)
+
+
+def test_bad_name_or_split():
+    with pytest.raises(ValueError, match="cifar10.*fashion-mnist.*imagenette"):
+        load_dataset("mnist", "train")
+    with pytest.raises(ValueError, match="'train', 'test'"):
+        load_dataset("cifar10", "val")
+    with pytest.raises(ValueError, match="expected one of"):
+        load_dataset("imagenette", "validation")
+
+
+def test_data_root_precedence(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIVIT_DATA", str(tmp_path / "env"))
+    assert data.data_root(tmp_path / "arg") == tmp_path / "arg"
+    assert data.data_root() == tmp_path / "env"
+    monkeypatch.delenv("MINIVIT_DATA")
+    assert data.data_root() in (data.REPO / "data", data.Path.home() / ".cache" / "minivit")
+
+
+def test_dataset_checks_and_repr():
+    with pytest.raises(ValueError, match="uint8"):
+        ImageDataset(torch.zeros(2, 3, 4, 4), torch.zeros(2, dtype=torch.int64), ("a",), "cifar10", "train")
+    with pytest.raises(ValueError, match="int64"):
+        ImageDataset(torch.zeros(2, 3, 4, 4, dtype=torch.uint8), torch.zeros(3, dtype=torch.int64), ("a",), "x", "y")
+    assert repr(_toy()) == "ImageDataset(name='cifar10', split='train', n=15, image_shape=(3, 8, 8), classes=3)"
+
+
+# ---------------------------------------------------------------- prepare
+def _source(tmp_path, corrupt=False):
+    src = tmp_path / "shared"
+    _fashion(src / "fashion-mnist", "train")
+    _fashion(src / "fashion-mnist", "t10k")
+    sums = "".join(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  fashion-mnist/{p.name}\n"
+                   for p in sorted((src / "fashion-mnist").iterdir()))
+    (src / "SHA256SUMS").write_text(sums.replace(sums[:4], "0000", 1) if corrupt else sums)
+    return src
+
+
+def test_prepare_links_then_is_idempotent(tmp_path, capsys):
+    src, root = _source(tmp_path), tmp_path / "root"
+    assert data.prepare(["fashion-mnist"], root=root, source=src) == 0
+    linked = root / "fashion-mnist" / "t10k-images-idx3-ubyte.gz"
+    assert linked.is_symlink() and linked.resolve() == (src / "fashion-mnist" / linked.name).resolve()
+    assert data.prepare(["fashion-mnist"], root=root, source=src) == 0
+    assert "already present" in capsys.readouterr().out
+    assert len(load_dataset("fashion-mnist", "train", root=root)) == 20
+
+
+def test_prepare_copy_and_checksum_failure(tmp_path):
+    root = tmp_path / "root"
+    assert data.prepare(["fashion-mnist"], root=root, source=_source(tmp_path), copy=True) == 0
+    assert not (root / "fashion-mnist" / "train-labels-idx1-ubyte.gz").is_symlink()
+    bad_root = tmp_path / "bad"
+    assert data.prepare(["fashion-mnist"], root=bad_root, source=_source(tmp_path / "x", corrupt=True)) == 1
+    assert len(list((bad_root / "fashion-mnist").iterdir())) == 3  # the failing file is not linked
+
+
+def test_prepare_without_source_does_not_fail(tmp_path, capsys):
+    assert data.prepare(root=tmp_path / "root", source=tmp_path / "nowhere") == 0
+    assert "downloaded on first use" in capsys.readouterr().out
+    with pytest.raises(ValueError):
+        data.prepare(["mnist"], root=tmp_path, source=tmp_path)
+
+
+REAL = data.shared_source()
+
+
+@pytest.mark.skipif(not (REAL / "fashion-mnist").is_dir(), reason=f"no offline data sets at {REAL}")
+def test_real_fashion_mnist_test_split(tmp_path):
+    assert data.prepare(["fashion-mnist"], root=tmp_path) == 0  # verifies the real SHA256SUMS
+    ds = load_dataset("fashion-mnist", "test", root=tmp_path)
+    assert ds.images.shape == (10_000, 1, 28, 28) and ds.images.dtype == torch.uint8
+    assert torch.bincount(ds.labels).tolist() == [1000] * 10
+    assert abs(ds.images.float().mean().item() / 255 - 0.286) < 0.01
+
+
+# ---------------------------------------------------------------- subsets, normalisation
+def test_stratified_subset_counts_and_determinism():
+    ds = _toy()
+    a, b, c = (stratified_subset(ds, 3, seed=s) for s in (0, 0, 1))
+    assert torch.bincount(a.labels).tolist() == [3, 3, 3] and a.images.shape == (9, 3, 8, 8)
+    assert torch.equal(a.images, b.images) and not torch.equal(a.images, c.images)
+    assert torch.equal(a.labels, a.labels.sort().values)  # ascending original order
+    with pytest.raises(ValueError, match="class 2 .*3 examples.*n_per_class=4"):
+        stratified_subset(ds, 4)
+
+
+def test_normalize():
+    x = torch.tensor([0, 255], dtype=torch.uint8).view(2, 1, 1, 1).expand(2, 3, 2, 2)
+    y = normalize(x, "cifar10")
+    mean, std = (torch.tensor(v).view(1, 3, 1, 1) for v in data.NORMALIZATION["cifar10"])
+    assert y.dtype == torch.float32 and y.shape == x.shape
+    assert torch.allclose(y[:1], (0 - mean) / std) and torch.allclose(y[1:], (1 - mean) / std)
+    with pytest.raises(ValueError, match="uint8 \\(B, 1, H, W\\)"):
+        normalize(x, "fashion-mnist")
+    with pytest.raises(ValueError, match="unknown data set"):
+        normalize(x, "mnist")
+
+
+# ---------------------------------------------------------------- augmentation, batches
+def _batch(B=16):
+    return torch.randint(0, 256, (B, 3, 10, 12), dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
+
+
+def test_crop_identity_and_shifted_copy():
+    x = _batch()
+    assert torch.equal(random_crop(x, 0), x)
+    y = random_crop(x, 3, torch.Generator().manual_seed(0))
+    assert y.shape == x.shape and y.dtype == x.dtype
+    padded = torch.nn.functional.pad(x, (3, 3, 3, 3))
+    offsets = []
+    for i in range(len(x)):  # each output is exactly one crop of its zero-padded input
+        found = [(dy, dx) for dy in range(7) for dx in range(7) if torch.equal(y[i], padded[i, :, dy:dy + 10, dx:dx + 12])]
+        assert len(found) == 1
+        offsets.append(found[0])
+    assert len(set(offsets)) > 1  # offsets differ per image
+
+
+def test_flip_and_reproducibility():
+    x = _batch()
+    assert torch.equal(random_flip(random_flip(x, p=1.0), p=1.0), x)
+    assert torch.equal(random_flip(x, p=1.0), x.flip(-1)) and torch.equal(random_flip(x, p=0.0), x)
+    y = random_flip(x, generator=torch.Generator().manual_seed(0))
+    assert all(torch.equal(y[i], x[i]) or torch.equal(y[i], x[i].flip(-1)) for i in range(len(x)))
+    aug = make_augment("cifar10")
+    a1, a2 = (aug(x, torch.Generator().manual_seed(5)) for _ in range(2))
+    assert torch.equal(a1, a2) and a1.shape == x.shape and a1.dtype == torch.uint8
+    assert not torch.equal(a1, aug(x, torch.Generator().manual_seed(6)))
+    assert torch.equal(make_augment("imagenette", "none")(x), x)
+    with pytest.raises(ValueError, match="'basic' or 'none'"):
+        make_augment("cifar10", "autoaugment")
+
+
+def test_batches():
+    ds = _toy()
+    it = batches(ds, 4, shuffle=False)
+    got = list(it)
+    assert len(it) == 4 and [len(y) for _, y in got] == [4, 4, 4, 3]
+    assert got[0][0].data_ptr() == ds.images.data_ptr()  # a view, not a copy
+    shuffled = batches((ds.images, ds.labels), 4, shuffle=True, generator=torch.Generator().manual_seed(0), drop_last=True)
+    seen = torch.cat([y for _, y in shuffled])
+    assert len(shuffled) == 3 and len(seen) == 12
+    first, second = (torch.cat([x.flatten(1) for x, _ in shuffled]) for _ in range(2))
+    assert not torch.equal(first, second)  # a new order each pass
+    with pytest.raises(ValueError, match="equal length"):
+        batches((ds.images, ds.labels[:3]), 4, shuffle=False)
