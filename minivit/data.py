@@ -36,7 +36,8 @@ SHAPES = {"cifar10": (3, 32, 32), "fashion-mnist": (1, 28, 28), "imagenette": (3
 # per-channel mean / std of the train split, in [0, 1] units (CIFAR-10: the JPEG copy's numbers)
 NORMALIZATION = {"cifar10": ((0.4913, 0.4821, 0.4465), (0.2452, 0.2428, 0.2606)),
                  "fashion-mnist": ((0.2860,), (0.3530,)),
-                 "imagenette": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))}  # ImageNet's (own: .462 .458 .430 / .278 .275 .297)
+                 # ImageNet's; Imagenette-128's own are (.462, .458, .430) / (.278, .275, .297)
+                 "imagenette": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))}
 SPLITS = ("train", "test")
 OFFLINE_FILES = {"cifar10": ("cifar10-jpeg.tar.gz",), "imagenette": ("imagenette-128.tar.gz",),
                  "fashion-mnist": tuple(f"fashion-mnist/{s}-{k}-idx{d}-ubyte.gz" for s in ("train", "t10k")
@@ -74,12 +75,13 @@ class ImageDataset:
 
 
 def data_root(root=None) -> Path:
-    """The data folder: `root`, else $MINIVIT_DATA, else <repo>/data if it exists, else ~/.cache/minivit."""
+    """The data folder: `root`, else $MINIVIT_DATA, else <repo>/data in a source checkout, else ~/.cache/minivit."""
     if root is not None:
         return Path(root).expanduser()
     if os.environ.get("MINIVIT_DATA"):
         return Path(os.environ["MINIVIT_DATA"]).expanduser()
-    return REPO / "data" if (REPO / "data").is_dir() else Path.home() / ".cache" / "minivit"
+    checkout = (REPO / "data").is_dir() and (REPO / "pyproject.toml").is_file()  # not site-packages/data
+    return REPO / "data" if checkout else Path.home() / ".cache" / "minivit"
 
 
 def shared_source(source=None) -> Path:
@@ -245,27 +247,29 @@ def _decode_tar(path: Path, top: str, split: str, tsv, shape):
     wnids = sorted({f[0] for f in files})
     names = names or (IMAGENETTE_CLASSES if top.startswith("imagenette") else {w: w for w in wnids})
     label_of = {w: i for i, w in enumerate(wnids)}
-    try:
-        decoded = _decode_jpegs([f[2] for f in files])
-    except (RuntimeError, OSError) as e:
-        raise RuntimeError(f"a JPEG in {path} ({top}/{split}) cannot be decoded: {e}. Delete the archive and "
-                           "re-run `python -m minivit.data prepare`.") from e
-    decoded = [im if im.shape[1:] == shape[1:] else resize(im, list(shape[1:]), antialias=True) for im in decoded]
+    decode, decoded = _jpeg_decoder(), []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torchvision 0.29 deprecates its image io
+        for cls, fname, blob in files:
+            try:
+                im = decode(blob)  # (3, h, w)
+            except (RuntimeError, OSError) as e:
+                raise RuntimeError(f"cannot decode {top}/{split}/{cls}/{fname} in {path}: {e}. The archive is corrupt: "
+                                   "delete it and re-run `python -m minivit.data prepare`.") from e
+            decoded.append(im if im.shape[1:] == shape[1:] else resize(im, list(shape[1:]), antialias=True))
     images = torch.stack(decoded)  # (N, 3, H, W)
     labels = torch.tensor([label_of[f[0]] for f in files], dtype=torch.int64)  # (N,)
     return images, labels, [names.get(w, w) for w in wnids]
 
 
-def _decode_jpegs(blobs) -> list:
-    """JPEG bytes -> list of uint8 (3, H, W): torchvision's batched decoder, else PIL (about 2x slower)."""
+def _jpeg_decoder():
+    """A function JPEG bytes -> uint8 (3, H, W): torchvision's decoder, else PIL (about 2x slower)."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # torchvision 0.29 deprecates its image io
-            from torchvision.io import ImageReadMode, decode_jpeg
-            return decode_jpeg([torch.frombuffer(bytearray(b), dtype=torch.uint8) for b in blobs], mode=ImageReadMode.RGB)
+        from torchvision.io import ImageReadMode, decode_jpeg
     except ImportError:
         from PIL import Image
-        return [torch.from_numpy(np.array(Image.open(io.BytesIO(b)).convert("RGB"))).permute(2, 0, 1) for b in blobs]
+        return lambda b: torch.from_numpy(np.array(Image.open(io.BytesIO(b)).convert("RGB"))).permute(2, 0, 1)
+    return lambda b: decode_jpeg(torch.frombuffer(bytearray(b), dtype=torch.uint8), mode=ImageReadMode.RGB)
 
 
 def stratified_subset(dataset: ImageDataset, n_per_class: int, seed: int = 0) -> ImageDataset:
@@ -297,8 +301,8 @@ def _randint(high, n, generator, device):
 
 def random_crop(images: torch.Tensor, padding: int, generator=None) -> torch.Tensor:
     """Zero-pad (B, C, H, W) by `padding` on each side, then crop H x W at a random offset per image."""
-    if images.ndim != 4:
-        raise ValueError(f"expected images (B, C, H, W), got shape {tuple(images.shape)}")
+    if images.ndim != 4 or padding < 0:
+        raise ValueError(f"expected images (B, C, H, W) and padding >= 0, got {tuple(images.shape)}, {padding}")
     if padding == 0:
         return images
     B, C, H, W = images.shape
@@ -360,7 +364,8 @@ class batches:
 
     def __iter__(self):
         n = len(self.labels)
-        order = torch.randperm(n, generator=self.generator) if self.shuffle else None
+        dev = self.generator.device if self.generator is not None else "cpu"
+        order = torch.randperm(n, generator=self.generator, device=dev) if self.shuffle else None
         for i in range(len(self)):
             s = slice(i * self.batch_size, min(n, (i + 1) * self.batch_size))
             if order is None:
@@ -371,8 +376,11 @@ class batches:
 
 
 def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
     with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def prepare(names=None, root=None, source=None, copy=False, decode=False) -> int:
@@ -398,7 +406,10 @@ def prepare(names=None, root=None, source=None, copy=False, decode=False) -> int
             d.parent.mkdir(parents=True, exist_ok=True)
             if d.is_symlink():
                 d.unlink()
-            shutil.copyfile(s, d) if copy else d.symlink_to(s.resolve())
+            if copy:  # through a temporary file: an interrupted copy leaves nothing that looks prepared
+                shutil.copyfile(s, d.with_name(d.name + ".part")); os.replace(d.with_name(d.name + ".part"), d)
+            else:
+                d.symlink_to(s.resolve())
             print(f"  {n}: {'copied' if copy else 'linked'} {s} -> {d}")
         if decode and status == 0:
             for split in SPLITS:
@@ -417,7 +428,10 @@ def main(argv=None) -> int:
     q.add_argument("--decode", action="store_true", help="also decode both splits and write the caches")
     a = p.parse_args(argv)
     print(f"minivit.data: data root {data_root(a.root)}")
-    return prepare(a.names, a.root, a.source, a.copy, a.decode)
+    try:
+        return prepare(a.names, a.root, a.source, a.copy, a.decode)
+    except (ValueError, FileNotFoundError, RuntimeError) as e:
+        p.exit(2, f"minivit.data: error: {e}\n")
 
 
 if __name__ == "__main__":

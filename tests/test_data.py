@@ -147,6 +147,14 @@ def test_truncated_archive_clear_error_and_no_cache(tmp_path):
     assert not (tmp_path / "cache").exists() or list((tmp_path / "cache").iterdir()) == []
 
 
+def test_corrupt_jpeg_names_the_member(tmp_path):
+    _write_tar(tmp_path / "cifar10-jpeg.tar.gz", {"cifar10/test/cat/0000.jpg": _jpeg(9),
+                                                  "cifar10/test/cat/0001.jpg": _jpeg(9)[:40]})
+    with pytest.raises(RuntimeError, match="cifar10/test/cat/0001.jpg in .*cifar10-jpeg.tar.gz"):
+        load_dataset("cifar10", "test", root=tmp_path)
+    assert not (tmp_path / "cache").exists()
+
+
 def test_fashion_idx_gz_and_torchvision_raw_layout(tmp_path):
     x, y = _fashion(tmp_path / "a" / "fashion-mnist")
     ds = load_dataset("fashion-mnist", "test", root=tmp_path / "a")
@@ -265,6 +273,9 @@ def test_prepare_without_source_does_not_fail(tmp_path, capsys):
     assert "downloaded on first use" in capsys.readouterr().out
     with pytest.raises(ValueError):
         data.prepare(["mnist"], root=tmp_path, source=tmp_path)
+    with pytest.raises(SystemExit):
+        data.main(["prepare", "mnist", "--root", str(tmp_path)])
+    assert "unknown data set 'mnist'" in capsys.readouterr().err
 
 
 REAL = data.shared_source()
