@@ -1,0 +1,320 @@
+"""Training: `fit`, `evaluate`, `predict` and the `History` of a run.
+
+Introduced in 04_training_on_cifar10.ipynb (first used in 03_transformer_encoder.ipynb).
+
+The recipe is the paper's (§4.1, Appendix B.1) scaled down: AdamW without weight
+decay on norms, biases, the [class] token and the position embeddings; a linear
+warm-up then cosine decay, stepped every batch; label smoothing; gradient clipping
+at global norm `clip_grad`; bf16 autocast on CUDA; optional `torch.compile`.
+
+Data is an `ImageDataset` (normalised with `minivit.data.normalize` and the data
+set's name) or an `(images, labels)` pair: uint8 images are scaled to [0, 1], float
+ones used as they are, unless a `normalize` callable is given. Images stay uint8 in
+memory, go to the device a batch at a time (the whole set at once on CUDA) and are
+augmented there, before normalisation.
+
+Under `torchrun` (torch.distributed initialised) `fit` wraps the model in
+DistributedDataParallel: every rank takes its shard of every batch (the global
+batch is `batch_size`), metrics are summed over ranks, only rank 0 prints and
+writes checkpoints.
+
+    history = fit(model, train, test, epochs=10, batch_size=256, lr=1e-3)
+    history.final["val_acc"], history.plot()
+
+Shape legend: B batch, C channels, H W image size, K classes.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field, fields
+from functools import partial
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+
+from . import checkpoint as ckpt
+from . import data as mdata
+
+_METRICS = ("epoch", "train_loss", "train_acc", "val_loss", "val_acc", "lr", "images_per_s", "epoch_time")
+
+
+@dataclass
+class History:
+    """Per-epoch metrics of a run; `val_*` are None without a validation set. JSON-friendly."""
+
+    epoch: list = field(default_factory=list)  # 1-based epoch number
+    train_loss: list = field(default_factory=list)  # mean training loss (with label smoothing)
+    train_acc: list = field(default_factory=list)  # training top-1 accuracy, on augmented images
+    val_loss: list = field(default_factory=list)  # validation cross-entropy (no smoothing)
+    val_acc: list = field(default_factory=list)  # validation top-1 accuracy
+    lr: list = field(default_factory=list)  # learning rate of the epoch's last step
+    images_per_s: list = field(default_factory=list)  # training throughput, all ranks together
+    epoch_time: list = field(default_factory=list)  # seconds of training (validation excluded)
+    stopped: str | None = None  # why the run ended before `epochs` ("time budget", ...) or None
+
+    def append(self, **row) -> None:
+        for k in _METRICS:
+            getattr(self, k).append(row[k])
+
+    def __len__(self) -> int:
+        return len(self.epoch)
+
+    def rows(self) -> list[dict]:
+        return [{k: getattr(self, k)[i] for k in _METRICS} for i in range(len(self))]
+
+    @property
+    def final(self) -> dict:
+        """The last epoch's metrics."""
+        if not len(self):
+            raise ValueError("history is empty: no epoch has finished")
+        return self.rows()[-1]
+
+    def best(self, metric: str = "val_acc") -> dict:
+        """The epoch with the highest `metric` (lowest for a `*loss`)."""
+        if metric not in _METRICS[1:]:
+            raise ValueError(f"unknown metric {metric!r}; expected one of {_METRICS[1:]}")
+        rows = [r for r in self.rows() if r[metric] is not None]
+        if not rows:
+            raise ValueError(f"history has no {metric} values (no epochs, or no validation set)")
+        sign = 1 if metric.endswith("loss") else -1
+        return min(rows, key=lambda r: sign * r[metric])
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "History":
+        unknown = set(d) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"unknown History fields {sorted(unknown)}; expected {[f.name for f in fields(cls)]}")
+        return cls(**{k: list(v) if isinstance(v, (list, tuple)) else v for k, v in d.items()})
+
+    def plot(self, **kwargs):
+        """Loss and accuracy curves (a matplotlib Figure, drawn by `minivit.viz.plot_history`)."""
+        from .viz import plot_history
+        return plot_history(self, **kwargs)
+
+
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """AdamW groups: decay on weight matrices; none on norms, biases, [class] token, position embeddings."""
+    skip = set(getattr(model, "no_weight_decay", lambda: set())())
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            plain = name.split(".")[-1]
+            (no_decay if p.ndim <= 1 or name in skip or plain in ("cls_token", "pos_embed") else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def lr_factor(step: int, total_steps: int, warmup_steps: int) -> float:
+    """Multiplier of the base lr at `step`: linear warm-up 1/w .. 1 over `warmup_steps`, then cosine to 0."""
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
+    return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
+def _unpack(data, normalize=None):
+    """ImageDataset or (images, labels) -> (images (N, C, H, W), labels (N,), normalising function)."""
+    if isinstance(data, mdata.ImageDataset):
+        images, labels, default = data.images, data.labels, partial(mdata.normalize, name=data.name)
+    elif isinstance(data, (tuple, list)) and len(data) == 2:
+        images, labels = data
+        default = (lambda x: x.float() / 255) if images.dtype == torch.uint8 else (lambda x: x)
+    else:
+        raise TypeError(f"expected an ImageDataset or an (images, labels) pair, got {type(data).__name__}")
+    if images.ndim != 4 or labels.ndim != 1 or len(images) != len(labels) or len(labels) == 0:
+        raise ValueError(f"expected images (N, C, H, W) and labels (N,) with N > 0, got "
+                         f"{tuple(images.shape)} and {tuple(labels.shape)}")
+    return images, labels.long(), normalize or default
+
+
+def _dist() -> tuple[int, int]:
+    """(rank, world size); (0, 1) when torch.distributed is not initialised."""
+    d = torch.distributed
+    return (d.get_rank(), d.get_world_size()) if d.is_available() and d.is_initialized() else (0, 1)
+
+
+def _all_sum(values: list[float], device) -> list[float]:
+    t = torch.tensor(values, dtype=torch.float64, device=device)
+    if _dist()[1] > 1:
+        torch.distributed.all_reduce(t)
+    return t.tolist()
+
+
+def _autocast(device: torch.device):
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+
+def unwrap(model: nn.Module) -> nn.Module:
+    """The plain module inside DistributedDataParallel and/or torch.compile wrappers."""
+    while hasattr(model, "module") or hasattr(model, "_orig_mod"):
+        model = getattr(model, "module", None) or model._orig_mod
+    return model
+
+
+@torch.no_grad()
+def _outputs(model, data, batch_size, device, normalize, distributed, progress, desc):
+    """Yield (logits (b, K) float32, labels (b,)) over this rank's share of `data`, in order."""
+    images, labels, norm = _unpack(data, normalize)
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    rank, world = _dist() if distributed else (0, 1)
+    idx = torch.arange(rank, len(labels), world)
+    was_training = model.training
+    model.eval()
+    try:
+        for i in tqdm(range(0, len(idx), batch_size), desc=desc, leave=False, disable=not progress or rank != 0):
+            j = idx[i:i + batch_size]
+            x = norm(images[j].to(device, non_blocking=True))  # (b, C, H, W)
+            with _autocast(device):
+                yield model(x).float(), labels[j].to(device)  # (b, K), (b,)
+    finally:
+        model.train(was_training)
+
+
+def evaluate(model: nn.Module, data, batch_size: int = 512, device=None, *, normalize=None,
+             distributed: bool = False, progress: bool = False) -> dict:
+    """Mean cross-entropy and top-1 accuracy of `model` on `data`: {"loss", "acc", "n"}.
+
+    `device` defaults to the model's. With `distributed=True` (every rank calls it) each rank
+    evaluates a shard and the sums are all-reduced, so all ranks return the same numbers.
+    """
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    loss = correct = n = 0.0
+    for logits, y in _outputs(model, data, batch_size, device, normalize, distributed, progress, "eval"):
+        loss += F.cross_entropy(logits, y, reduction="sum").item()
+        correct += (logits.argmax(-1) == y).sum().item()
+        n += len(y)
+    loss, correct, n = _all_sum([loss, correct, n], device) if distributed else (loss, correct, n)
+    return {"loss": loss / n, "acc": correct / n, "n": int(n)}
+
+
+def predict(model: nn.Module, data, batch_size: int = 512, device=None, *, normalize=None,
+            progress: bool = False) -> torch.Tensor:
+    """Logits float32 (N, K) on the CPU, in the order of `data`."""
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    return torch.cat([lg.cpu() for lg, _ in _outputs(model, data, batch_size, device, normalize, False, progress, "predict")])
+
+
+def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128, lr: float = 1e-3,
+        weight_decay: float = 0.05, warmup_epochs: float = 1.0, label_smoothing: float = 0.0,
+        clip_grad: float | None = 1.0, augment=None, normalize=None, device=None, compile: bool = False,
+        seed: int | None = 0, checkpoint=None, resume: bool = False, progress: bool = True,
+        time_budget: float | None = None, eval_batch_size: int = 512, on_epoch_end=None) -> History:
+    """Train `model` in place for `epochs` epochs; return the run's `History`.
+
+    train, val: ImageDataset or (images, labels) (see the module docstring); `normalize` overrides
+        the normalising function for both. augment: callable on a uint8 batch (B, C, H, W) on the
+        device, e.g. `minivit.data.make_augment("cifar10")`, or None.
+    warmup_epochs: linear warm-up length (fractions allowed), then cosine decay to 0 at `epochs`.
+    clip_grad: max global gradient norm, or None. device: default CUDA > MPS > CPU.
+    seed: seeds torch's global RNG (dropout, augmentation) and the shuffling; same seed on CPU ->
+        same run. checkpoint: path written (atomically, rank 0) after every epoch. resume: continue
+        from `checkpoint` if it exists (model, optimizer, schedule, history, RNG); `epochs` is the
+        run's total length, so resuming a 4-epoch run stopped after 2 reproduces the straight run.
+    time_budget: seconds after which no more steps are taken (the partial epoch is recorded).
+    on_epoch_end: called with the History after each epoch; returning True stops the run.
+    A non-finite loss raises FloatingPointError.
+    """
+    from .profile import default_device
+    if epochs < 1 or batch_size < 1:
+        raise ValueError(f"epochs and batch_size must be >= 1, got {epochs} and {batch_size}")
+    rank, world = _dist()
+    if batch_size % world:
+        raise ValueError(f"batch_size {batch_size} must be divisible by the number of processes {world}")
+    device = torch.device(device) if device is not None else default_device()
+    images, labels, norm = _unpack(train, normalize)
+    k = getattr(getattr(model, "config", None), "num_classes", None)
+    if k is not None and int(labels.max()) >= k:
+        raise ValueError(f"labels go up to {int(labels.max())} but the model has num_classes={k}")
+    if device.type == "cuda":  # the whole uint8 set fits on a GPU; no host->device copy per batch
+        images, labels = images.to(device), labels.to(device)
+    model.to(device)
+    gen = torch.Generator()
+    if seed is not None:
+        torch.manual_seed(seed)
+        gen.manual_seed(seed)
+    n = len(labels) + (-len(labels)) % world  # padded so every rank gets the same number (DistributedSampler)
+    steps_per_epoch = math.ceil(n / batch_size)
+    total, warmup = epochs * steps_per_epoch, round(warmup_epochs * steps_per_epoch)
+    optimizer = torch.optim.AdamW(param_groups(model, weight_decay), lr=lr)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, total, warmup))
+    run = {"batch_size": batch_size, "n_train": len(labels), "world_size": world}
+    history, start = History(), 0
+    if resume and checkpoint is not None and Path(checkpoint).exists():
+        state = ckpt.load_checkpoint(checkpoint, model, optimizer=optimizer, scheduler=scheduler, run=run)
+        history, start = History.from_dict(state["history"]), state["epoch"]
+        history.stopped = None  # the run goes on
+        ckpt.set_rng_state(state["rng"], gen)
+    net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    net = torch.compile(net) if compile else net
+    t0, check_every = time.perf_counter(), 1 if device.type == "cpu" else 25
+    bar = tqdm(total=total, initial=start * steps_per_epoch, unit="step", mininterval=1.0, disable=not progress or rank != 0)
+    for epoch in range(start, epochs):
+        net.train()
+        bar.set_description(f"epoch {epoch + 1}/{epochs}")
+        order = torch.randperm(len(labels), generator=gen)
+        order = torch.cat([order, order[:n - len(order)]])  # (n,)
+        sums = torch.zeros(3, dtype=torch.float64, device=device)  # loss * b, correct, b
+        t_epoch = time.perf_counter()
+        for step in range(steps_per_epoch):
+            idx = order[step * batch_size:(step + 1) * batch_size][rank::world].to(images.device)
+            x, y = images[idx].to(device, non_blocking=True), labels[idx].to(device, non_blocking=True)
+            x = norm(augment(x) if augment is not None else x)  # (b, C, H, W) float
+            with _autocast(device):
+                logits = net(x)  # (b, K)
+            loss = F.cross_entropy(logits.float(), y, label_smoothing=label_smoothing)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if clip_grad:
+                nn.utils.clip_grad_norm_(model.parameters(), clip_grad)
+            step_lr = optimizer.param_groups[0]["lr"]
+            optimizer.step()
+            scheduler.step()
+            sums[0] += loss.detach() * len(y)
+            sums[1] += (logits.argmax(-1) == y).sum()
+            sums[2] += len(y)
+            last = step == steps_per_epoch - 1
+            over = time_budget is not None and time.perf_counter() - t0 > time_budget
+            if time_budget is not None and world > 1:  # every rank must stop at the same step
+                over = _all_sum([float(over)], device)[0] > 0
+            if (step + 1) % check_every == 0 or last or over:
+                if not torch.isfinite(sums[0]):
+                    raise FloatingPointError(
+                        f"loss is {sums[0].item()} at epoch {epoch + 1}, step {step + 1} (lr {step_lr:.3g}): "
+                        "training diverged; lower the learning rate or check the inputs")
+                bar.set_postfix(loss=f"{sums[0].item() / sums[2].item():.3f}", acc=f"{sums[1].item() / sums[2].item():.3f}",
+                                img_s=f"{world * sums[2].item() / (time.perf_counter() - t_epoch):.0f}", refresh=False)
+            bar.update(1)
+            if over:
+                history.stopped = f"time budget of {time_budget:g} s reached at epoch {epoch + 1}, step {step + 1}"
+                break
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        seconds = time.perf_counter() - t_epoch
+        loss_sum, correct, count = _all_sum(sums.tolist(), device)
+        v = (evaluate(model, val, eval_batch_size, device, normalize=normalize, distributed=world > 1)
+             if val is not None else {"loss": None, "acc": None})
+        history.append(epoch=epoch + 1, train_loss=loss_sum / count, train_acc=correct / count,
+                       val_loss=v["loss"], val_acc=v["acc"], lr=step_lr, images_per_s=count / seconds,
+                       epoch_time=seconds)
+        if on_epoch_end is not None and on_epoch_end(history) and history.stopped is None:
+            history.stopped = f"on_epoch_end asked to stop after epoch {epoch + 1}"
+        if checkpoint is not None and rank == 0:
+            ckpt.save_checkpoint(checkpoint, model, optimizer=optimizer, scheduler=scheduler, history=history.to_dict(),
+                                 epoch=epoch + 1, rng=ckpt.get_rng_state(gen), run=run)
+        if history.stopped:
+            break
+    bar.close()
+    return history
+
+
+if __name__ == "__main__":  # python -m minivit.train ... (see minivit/cli.py)
+    import sys
+    from .cli import main
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""Tests for minivit.train: schedule, parameter groups, fit, evaluate, predict, History."""
+import json
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from minivit import data as mdata
+from minivit.config import ViTConfig
+from minivit.train import History, evaluate, fit, lr_factor, param_groups, predict
+from minivit.vit import ViT
+
+TINY = ViTConfig(image_size=8, patch_size=4, in_channels=3, num_classes=3, dim=16, depth=1, heads=2, mlp_dim=32)
+
+
+def synthetic(n=96, seed=0):
+    """uint8 (n, 3, 8, 8) images whose class c has a bright channel c: learnable in a few steps."""
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.arange(n) % 3
+    images = torch.randint(0, 100, (n, 3, 8, 8), generator=g)
+    images[torch.arange(n), labels] += 120
+    return images.to(torch.uint8), labels
+
+
+def tiny_model(seed=0, **overrides):
+    torch.manual_seed(seed)
+    from dataclasses import replace
+    return ViT(replace(TINY, **overrides))
+
+
+def test_lr_factor_warmup_then_cosine():
+    total, warm = 100, 10
+    f = [lr_factor(s, total, warm) for s in range(total)]
+    assert f[0] == pytest.approx(0.1) and f[9] == pytest.approx(1.0)
+    assert all(a < b for a, b in zip(f[:10], f[1:10]))  # rising during warm-up
+    assert all(a >= b for a, b in zip(f[9:], f[10:]))  # then never rising
+    assert f[10] == pytest.approx(1.0) and lr_factor(total, total, warm) == pytest.approx(0.0)
+    assert f[55] == pytest.approx(0.5 * (1 + math.cos(math.pi * 45 / 90)))
+    assert lr_factor(0, 10, 0) == pytest.approx(1.0)
+
+
+def test_param_groups_skip_norms_biases_and_tokens():
+    model = tiny_model()
+    decay, no_decay = param_groups(model, 0.1)
+    names = {id(p): n for n, p in model.named_parameters()}
+    skipped = {names[id(p)] for p in no_decay["params"]}
+    decayed = {names[id(p)] for p in decay["params"]}
+    assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
+    assert {"cls_token", "pos_embed", "norm.weight", "norm.bias", "blocks.0.attn.qkv.bias"} <= skipped
+    assert {"patch_embed.proj.weight", "blocks.0.attn.qkv.weight", "blocks.0.mlp.fc1.weight", "head.weight"} <= decayed
+    assert len(skipped) + len(decayed) == len(list(model.parameters()))
+
+
+def test_fit_learns_and_records_history():
+    x, y = synthetic()
+    model = tiny_model()
+    before = evaluate(model, (x, y))
+    h = fit(model, (x, y), (x[:48], y[:48]), epochs=6, batch_size=16, lr=3e-3, warmup_epochs=1,
+            device="cpu", progress=False)
+    assert len(h) == 6 and h.epoch == [1, 2, 3, 4, 5, 6] and h.stopped is None
+    assert h.final["val_acc"] > 0.9 > before["acc"]
+    assert h.train_loss[-1] < h.train_loss[0]
+    assert h.lr[0] > h.lr[-1] > 0 and all(v > 0 for v in h.images_per_s + h.epoch_time)
+    assert evaluate(model, (x[:48], y[:48]))["acc"] == pytest.approx(h.final["val_acc"])
+
+
+def test_same_seed_same_run_different_seed_different_run():
+    x, y = synthetic()
+    aug = mdata.Augment(padding=1, flip=True)
+    runs = [fit(tiny_model(0, dropout=0.1), (x, y), epochs=2, batch_size=16, augment=aug, device="cpu",
+                seed=s, progress=False).train_loss for s in (7, 7, 8)]
+    assert runs[0] == runs[1]
+    assert runs[0] != runs[2]
+
+
+def test_non_finite_loss_stops_with_clear_error():
+    class NaNModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(1))
+
+        def forward(self, x):  # (B, C, H, W) -> (B, 3)
+            return x.flatten(1)[:, :3] * self.w * float("nan")
+
+    x, y = synthetic(32)
+    with pytest.raises(FloatingPointError, match="loss is nan at epoch 1, step 1"):
+        fit(NaNModel(), (x, y), epochs=1, batch_size=8, device="cpu", progress=False)
+
+
+def test_time_budget_stops_and_records_partial_epoch():
+    x, y = synthetic()
+    h = fit(tiny_model(), (x, y), epochs=3, batch_size=16, time_budget=0.0, device="cpu", progress=False)
+    assert len(h) == 1 and "time budget" in h.stopped
+    assert h.final["train_acc"] is not None
+
+
+def test_on_epoch_end_can_stop():
+    x, y = synthetic()
+    seen = []
+    h = fit(tiny_model(), (x, y), epochs=5, batch_size=32, device="cpu", progress=False,
+            on_epoch_end=lambda hist: seen.append(len(hist)) or len(hist) == 2)
+    assert seen == [1, 2] and len(h) == 2 and "after epoch 2" in h.stopped
+
+
+def test_dataset_input_uses_its_normalisation():
+    x, y = synthetic(30)
+    ds = mdata.ImageDataset(x, y, ("a", "b", "c"), "cifar10", "train")
+    model = tiny_model()
+    nn.init.normal_(model.head.weight)  # the head starts at zero: make the logits depend on the input
+    a = evaluate(model, ds, batch_size=7)
+    b = evaluate(model, (x, y), batch_size=30, normalize=lambda im: mdata.normalize(im, "cifar10"))
+    c = evaluate(model, (x, y))  # uint8 pair: scaled to [0, 1] only
+    assert a["loss"] == pytest.approx(b["loss"], rel=1e-5) and a["acc"] == b["acc"] and a["n"] == 30
+    assert c["loss"] != pytest.approx(a["loss"], rel=1e-5)
+
+
+def test_predict_matches_model_and_evaluate():
+    x, y = synthetic(20)
+    model = tiny_model()
+    nn.init.normal_(model.head.weight)
+    logits = predict(model, (x, y), batch_size=6)
+    assert logits.shape == (20, 3) and logits.dtype == torch.float32
+    with torch.no_grad():
+        torch.testing.assert_close(logits, model.eval()(x.float() / 255))
+    acc = (logits.argmax(1) == y).float().mean().item()
+    assert evaluate(model, (x, y))["acc"] == pytest.approx(acc)
+
+
+def test_bad_inputs_are_clear_errors():
+    x, y = synthetic(12)
+    model = tiny_model()
+    with pytest.raises(TypeError, match="ImageDataset or an \\(images, labels\\) pair"):
+        fit(model, x, epochs=1, device="cpu", progress=False)
+    with pytest.raises(ValueError, match="expected images \\(N, C, H, W\\)"):
+        fit(model, (x[0], y), epochs=1, device="cpu", progress=False)
+    with pytest.raises(ValueError, match="num_classes=3"):
+        fit(model, (x, y + 5), epochs=1, device="cpu", progress=False)
+    with pytest.raises(ValueError, match="epochs and batch_size"):
+        fit(model, (x, y), epochs=0, device="cpu", progress=False)
+
+
+def test_progress_bar_only_when_asked(capsys):
+    x, y = synthetic(32)
+    fit(tiny_model(), (x, y), epochs=1, batch_size=16, device="cpu", progress=False)
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
+    fit(tiny_model(), (x, y), epochs=1, batch_size=16, device="cpu", progress=True)
+    err = capsys.readouterr().err
+    assert "epoch 1/1" in err and "loss=" in err and "acc=" in err and "img_s=" in err
+
+
+def test_history_round_trip_best_final_plot():
+    x, y = synthetic()
+    h = fit(tiny_model(), (x, y), (x, y), epochs=3, batch_size=32, device="cpu", progress=False)
+    d = json.loads(json.dumps(h.to_dict()))
+    h2 = History.from_dict(d)
+    assert h2 == h and h2.final == h.final
+    best = h.best("val_acc")
+    assert best["val_acc"] == max(h.val_acc)
+    assert h.best("val_loss")["val_loss"] == min(h.val_loss)
+    with pytest.raises(ValueError, match="unknown metric"):
+        h.best("accuracy")
+    with pytest.raises(ValueError, match="empty"):
+        History().final
+    with pytest.raises(ValueError, match="unknown History fields"):
+        History.from_dict({"loss": []})
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+    fig = h.plot(title="tiny")
+    assert isinstance(fig, Figure) and len(fig.axes) == 3
+    assert list(fig.axes[1].lines[1].get_ydata()) == h.val_acc
+    plt.close(fig)
+    no_val = fit(tiny_model(), (x, y), epochs=1, batch_size=32, device="cpu", progress=False)
+    assert no_val.val_acc == [None]
+    plt.close(no_val.plot())
