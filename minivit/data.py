@@ -257,7 +257,7 @@ def _decode_tar(path: Path, top: str, split: str, tsv, shape):
                 raise RuntimeError(f"cannot decode {top}/{split}/{cls}/{fname} in {path}: {e}. The archive is corrupt: "
                                    "delete it and re-run `python -m minivit.data prepare`.") from e
             decoded.append(im if im.shape[1:] == shape[1:] else resize(im, list(shape[1:]), antialias=True))
-    images = torch.stack(decoded)  # (N, 3, H, W)
+    images = torch.from_numpy(np.stack([im.numpy() for im in decoded]))  # (N, 3, H, W); numpy: no thread pool
     labels = torch.tensor([label_of[f[0]] for f in files], dtype=torch.int64)  # (N,)
     return images, labels, [names.get(w, w) for w in wnids]
 
