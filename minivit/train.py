@@ -236,8 +236,8 @@ def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128
         images, labels = images.to(device), labels.to(device)
     model.to(device)
     gen = torch.Generator()
-    if seed is not None:
-        torch.manual_seed(seed)
+    if seed is not None:  # shuffling: the same order on every rank; augmentation, dropout: a stream per rank
+        torch.manual_seed(seed + rank)
         gen.manual_seed(seed)
     n = len(labels) + (-len(labels)) % world  # padded so every rank gets the same number (DistributedSampler)
     steps_per_epoch = math.ceil(n / batch_size)
