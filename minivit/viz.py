@@ -77,8 +77,8 @@ def plot_patch_grid(patches, grid_size: tuple[int, int], gap: float = 2.0, title
 
 def plot_patch_sequence(sequence, patch_size: int, num_show: int = 16, title: str | None = None):
     """The flattened patch sequence x_p (N, P*P*C) of Eq. 1, values in [0, 1], flattened in (p1 p2 c)
-    order -> Figure with 2 axes: the first `num_show` patches as a strip (each row shown as its P x P x C
-    patch) and the whole (N, P*P*C) matrix as an image. Used in 01_patches.ipynb."""
+    order -> Figure with 2 axes (and a colour bar): the first `num_show` patches as a strip (each row
+    shown as its P x P x C patch) and the whole (N, P*P*C) matrix as an image. Used in 01_patches.ipynb."""
     import matplotlib.pyplot as plt
     x = _as_numpy(sequence)
     if x.ndim != 2 or x.shape[1] % (patch_size * patch_size):
@@ -106,17 +106,15 @@ def plot_patch_size_cost(patch_sizes, num_tokens, attention_cost, flops=None, im
     `num_tokens`: N per patch size; `attention_cost`: relative attention cost (e.g. N^2 / N_16^2);
     `flops`: optional relative forward FLOPs of one model per patch size. Log-log axes, so a power
     law N ∝ P^-2 is a straight line. Used in 01_patches.ipynb."""
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
+    from matplotlib.ticker import NullFormatter
     ps, n, att = (list(map(float, _as_numpy(v).ravel())) for v in (patch_sizes, num_tokens, attention_cost))
     if not len(ps) == len(n) == len(att) or (flops is not None and len(flops) != len(ps)):
         raise ValueError("expected patch_sizes, num_tokens, attention_cost (and flops) of the same length")
     fig, (ax_n, ax_c) = _figure(2, width=4.5, height=3.4)
     size = f" at {image_size} px" if image_size else ""
     ax_n.plot(ps, n, "o-")
-    for p, v in zip(ps, n):
-        ax_n.annotate(f"{v:.0f}", (p, v), textcoords="offset points", xytext=(4, 4))
     ax_n.set(xlabel="patch size P", ylabel="tokens N = HW / P²", yscale="log", title=f"sequence length{size}")
-    ax_n.yaxis.set_major_formatter(ScalarFormatter())
+    ax_n.set_yticks(n, [f"{v:g}" for v in n])
     ax_n.yaxis.set_minor_formatter(NullFormatter())
     ax_c.plot(ps, att, "o-", label="attention ∝ N²")
     if flops is not None:
