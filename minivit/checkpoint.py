@@ -27,14 +27,15 @@ from torch import nn
 FORMAT = "minivit-checkpoint/1"  # the "format" entry of every checkpoint this module writes
 
 
-def _plain(model: nn.Module) -> nn.Module:
+def unwrap(model: nn.Module) -> nn.Module:
+    """The plain module inside DistributedDataParallel and/or torch.compile wrappers."""
     while hasattr(model, "module") or hasattr(model, "_orig_mod"):  # DDP / torch.compile wrappers
         model = getattr(model, "module", None) or model._orig_mod
     return model
 
 
 def _config_dict(model: nn.Module):
-    config = getattr(_plain(model), "config", None)
+    config = getattr(unwrap(model), "config", None)
     if config is None:
         return None
     if hasattr(config, "to_dict"):
@@ -68,7 +69,7 @@ def save_checkpoint(path, model: nn.Module, *, optimizer=None, scheduler=None, h
     path = Path(path)
     state = {
         "format": FORMAT,
-        "model": _plain(model).state_dict(),
+        "model": unwrap(model).state_dict(),
         "config": _config_dict(model),
         "optimizer": optimizer.state_dict() if optimizer is not None else None,
         "scheduler": scheduler.state_dict() if scheduler is not None else None,
@@ -114,7 +115,7 @@ def check_compatible(model: nn.Module, state: dict, path="checkpoint") -> None:
         for k in sorted(set(mine) | set(theirs)):
             if mine.get(k) != theirs.get(k):
                 problems.append(f"config.{k}: checkpoint {theirs.get(k)!r}, model {mine.get(k)!r}")
-    own = _plain(model).state_dict()
+    own = unwrap(model).state_dict()
     saved = state["model"]
     missing, unexpected = sorted(set(own) - set(saved)), sorted(set(saved) - set(own))
     if missing:
@@ -142,7 +143,7 @@ def load_checkpoint(path, model: nn.Module | None = None, *, optimizer=None, sch
         raise ValueError(f"cannot resume from {path}: the run differs ({'; '.join(diff)})")
     if model is not None:
         check_compatible(model, state, path)
-        _plain(model).load_state_dict(state["model"])
+        unwrap(model).load_state_dict(state["model"])
     if optimizer is not None:
         if state.get("optimizer") is None:
             raise ValueError(f"{path} holds no optimizer state")

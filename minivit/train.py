@@ -151,13 +151,6 @@ def _autocast(device: torch.device):
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
 
 
-def unwrap(model: nn.Module) -> nn.Module:
-    """The plain module inside DistributedDataParallel and/or torch.compile wrappers."""
-    while hasattr(model, "module") or hasattr(model, "_orig_mod"):
-        model = getattr(model, "module", None) or model._orig_mod
-    return model
-
-
 @torch.no_grad()
 def _outputs(model, data, batch_size, device, normalize, distributed, progress, desc):
     """Yield (logits (b, K) float32, labels (b,)) over this rank's share of `data`, in order."""
