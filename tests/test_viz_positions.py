@@ -1,0 +1,72 @@
+"""minivit.viz figures of 02_class_token_and_positions.ipynb: they draw exactly what they are given; bad input is refused."""
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display in tests
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from minivit import pos_embed_similarity, sincos_pos_embed_2d
+from minivit.viz import plot_grid_maps, plot_pos_embed_similarity
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _similarity(rows=3, cols=4, dim=16):
+    pe = torch.cat([torch.zeros(1, dim), sincos_pos_embed_2d(dim, (rows, cols))])[None]  # (1, 1+N, D)
+    return pos_embed_similarity(pe, (rows, cols))  # (rows, cols, rows, cols)
+
+
+def test_similarity_figure_has_one_tile_per_patch_showing_its_map():
+    sim = _similarity(3, 4)
+    fig = plot_pos_embed_similarity(sim, title="t")
+    assert isinstance(fig, Figure)
+    tiles = [ax for ax in fig.axes if ax.get_images() and ax.get_label() != "<colorbar>"]
+    assert len(tiles) == 3 * 4
+    for k, ax in enumerate(tiles):  # row-major: tile k is patch (k // cols, k % cols)
+        i, j = divmod(k, 4)
+        np.testing.assert_allclose(ax.get_images()[0].get_array(), sim[i, j].numpy())
+        assert ax.get_images()[0].get_clim() == (-1.0, 1.0)
+    assert any(ax.get_label() == "<colorbar>" for ax in fig.axes)
+    assert fig._suptitle.get_text() == "t"
+
+
+def test_similarity_figure_autoscales_with_none():
+    sim = _similarity(2, 2) * 0.5
+    fig = plot_pos_embed_similarity(sim, vmin=None, vmax=None)
+    clim = fig.axes[0].get_images()[0].get_clim()
+    assert clim == pytest.approx((float(sim.min()), float(sim.max())))
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 2, 3, 1), (2, 3, 3, 2)])
+def test_similarity_figure_refuses_wrong_shapes(shape):
+    with pytest.raises(ValueError, match=r"\(rows, cols, rows, cols\)"):
+        plot_pos_embed_similarity(torch.zeros(shape))
+
+
+def test_grid_maps_draw_each_map_with_its_title(gen):
+    maps = [torch.randn(7, 7, generator=gen), torch.randn(14, 14, generator=gen)]
+    fig = plot_grid_maps(maps, titles=["7 x 7", "14 x 14"], suptitle="s")
+    assert isinstance(fig, Figure)
+    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert [ax.get_title() for ax in panels] == ["7 x 7", "14 x 14"]
+    for ax, m in zip(panels, maps):
+        np.testing.assert_allclose(ax.get_images()[0].get_array(), m.numpy())
+    assert sum(ax.get_label() == "<colorbar>" for ax in fig.axes) == 2
+
+
+def test_grid_maps_refuse_bad_input():
+    with pytest.raises(ValueError, match="2-D maps"):
+        plot_grid_maps([torch.zeros(2, 2, 2)])
+    with pytest.raises(ValueError, match="2-D maps"):
+        plot_grid_maps([])
+    with pytest.raises(ValueError, match="titles"):
+        plot_grid_maps([torch.zeros(2, 2)], titles=["a", "b"])
