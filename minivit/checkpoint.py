@@ -1,6 +1,6 @@
 """Checkpoints: save and restore a training run, atomically and `weights_only`-safe.
 
-Introduced in 04_training_on_cifar10.ipynb.
+Introduced in 03_transformer_encoder.ipynb (the CLI and checkpoints reuse `fit`; see README).
 
 A checkpoint is a dict of tensors and plain containers only (so `torch.load(...,
 weights_only=True)` reads it): the model's state dict, its config as a plain dict,

@@ -1,6 +1,6 @@
 """Command line: train a preset on a data set, evaluate it, checkpoint it, summarise it.
 
-Introduced in 04_training_on_cifar10.ipynb.
+Introduced in 03_transformer_encoder.ipynb (the CLI and checkpoints reuse `fit`; see README).
 
     python -m minivit.train --preset ViT-Micro/4 --dataset cifar10 --epochs 10 --out runs/micro
     torchrun --nproc_per_node=2 -m minivit.train --preset ViT-Nano/4 --dataset cifar10 --epochs 2

@@ -1,6 +1,6 @@
 """Training: `fit`, `evaluate`, `predict` and the `History` of a run.
 
-Introduced in 04_training_on_cifar10.ipynb (first used in 03_transformer_encoder.ipynb).
+Introduced in 03_transformer_encoder.ipynb (the first training run).
 
 The recipe is the paper's (§4.1, Appendix B.1) scaled down: AdamW without weight
 decay on norms, biases, the [class] token and the position embeddings; a linear
