@@ -208,3 +208,72 @@ def plot_grid_maps(maps, titles=None, cmap: str = "viridis", suptitle: str | Non
 
 # ---- 03_transformer_encoder.ipynb: attention weight matrices, labelled predictions ----
 
+
+def plot_attention_matrix(weights, token_labels=None, head_titles=None, ncols: int = 4, title: str | None = None):
+    """Attention weights A (Appendix A, Eq. 6) of one sequence, (N, N) or (heads, N, N) -> Figure with one
+    axes per head (plus a colour bar). Row i is query token i's weights over the key tokens j (columns),
+    so each row sums to 1. `token_labels`: optional N tick labels (e.g. ["cls", "1", "2", ...]), drawn
+    when N <= 20; `head_titles`: optional title per head. Used in 03_transformer_encoder.ipynb."""
+    import matplotlib.pyplot as plt
+    a = _as_numpy(weights)
+    a = a[None] if a.ndim == 2 else a
+    if a.ndim != 3 or a.shape[1] != a.shape[2]:
+        raise ValueError(f"expected attention weights (N, N) or (heads, N, N), got shape {a.shape}")
+    h, n = a.shape[0], a.shape[1]
+    if token_labels is not None and len(token_labels) != n:
+        raise ValueError(f"expected {n} token_labels, one per token, got {len(token_labels)}")
+    if head_titles is not None and len(head_titles) != h:
+        raise ValueError(f"expected {h} head_titles, one per head, got {len(head_titles)}")
+    ncols = max(1, min(ncols, h))
+    nrows = -(-h // ncols)
+    fig, axes = plt.subplots(nrows, ncols, squeeze=False, figsize=(3.3 * ncols + 1.0, 3.3 * nrows + 0.5),
+                             layout="constrained")
+    for i, ax in enumerate(axes.flat):
+        if i >= h:
+            ax.axis("off")
+            continue
+        im = ax.imshow(a[i], cmap="viridis", vmin=0.0, vmax=float(a.max()), interpolation="nearest")
+        label = head_titles[i] if head_titles is not None else (f"head {i + 1}" if h > 1 else "A")
+        ax.set(title=label, xlabel="key token j", ylabel="query token i")
+        if token_labels is not None and n <= 20:
+            ax.set_xticks(range(n), [str(t) for t in token_labels], rotation=90, fontsize=7)
+            ax.set_yticks(range(n), [str(t) for t in token_labels], fontsize=7)
+    fig.colorbar(im, ax=axes, label="attention weight A_ij", shrink=0.8)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def plot_predictions(images, labels, predictions, classes, ncols: int = 8, title: str | None = None):
+    """A grid of labelled images -> Figure with one axes per image. `images`: (B, C, H, W) or (B, H, W),
+    uint8 in [0, 255] or float in [0, 1], C = 1 (grey) or 3; `labels`, `predictions`: (B,) class indices
+    into `classes`. Each image is titled with its prediction, green when right; a wrong one is red and
+    also names the true class. Used in 03_transformer_encoder.ipynb."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    floating = images.is_floating_point() if hasattr(images, "is_floating_point") else np.asarray(images).dtype.kind == "f"
+    x = _as_numpy(images)
+    y, p = (_as_numpy(v).astype(int).ravel() for v in (labels, predictions))
+    if x.ndim == 4 and x.shape[1] in (1, 3):
+        x = x.transpose(0, 2, 3, 1)  # (B, H, W, C) for imshow
+        x = x[..., 0] if x.shape[-1] == 1 else x
+    if x.ndim not in (3, 4) or not len(x) == len(y) == len(p):
+        raise ValueError(f"expected images (B, C, H, W) or (B, H, W) with C = 1 or 3 and B labels and predictions, "
+                         f"got shapes {_as_numpy(images).shape}, {y.shape}, {p.shape}")
+    if len(x) == 0 or min(y.min(), p.min()) < 0 or max(y.max(), p.max()) >= len(classes):
+        raise ValueError(f"expected at least one image and class indices in [0, {len(classes)}) for {len(classes)} classes")
+    vmax = 1.0 if floating else 255
+    ncols = min(ncols, len(x))
+    nrows = -(-len(x) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, squeeze=False, figsize=(1.5 * ncols, 1.75 * nrows + 0.3), layout="constrained")
+    for i, ax in enumerate(axes.flat):
+        ax.axis("off")
+        if i >= len(x):
+            continue
+        ax.imshow(x[i], cmap="gray" if x.ndim == 3 else None, vmin=0, vmax=vmax, interpolation="nearest")
+        right = y[i] == p[i]
+        text = str(classes[p[i]]) if right else f"{classes[p[i]]}\n(true: {classes[y[i]]})"
+        ax.set_title(text, color="tab:green" if right else "tab:red", fontsize=8)
+    if title:
+        fig.suptitle(title)
+    return fig

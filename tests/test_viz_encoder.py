@@ -1,0 +1,79 @@
+"""minivit.viz figures of 03_transformer_encoder.ipynb: each returns a Figure with the expected axes; bad input is refused."""
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display in tests
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+from matplotlib.colors import to_rgba
+from matplotlib.figure import Figure
+
+from minivit.viz import plot_attention_matrix, plot_predictions
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _image_axes(fig):
+    return [ax for ax in fig.axes if ax.get_images()]
+
+
+def test_plot_attention_matrix_one_axes_per_head(gen):
+    weights = torch.rand(3, 5, 5, generator=gen).softmax(dim=-1)  # (heads, N, N)
+    fig = plot_attention_matrix(weights, token_labels=["cls", "1", "2", "3", "4"], ncols=2, title="t")
+    axes = _image_axes(fig)
+    assert isinstance(fig, Figure) and len(axes) == 3  # the 4th grid cell is empty, plus a colour bar
+    assert [ax.get_title() for ax in axes] == ["head 1", "head 2", "head 3"]
+    assert axes[0].get_images()[0].get_array().shape == (5, 5)
+    assert [t.get_text() for t in axes[0].get_xticklabels()] == ["cls", "1", "2", "3", "4"]
+
+
+def test_plot_attention_matrix_single_matrix_and_titles(gen):
+    weights = torch.rand(4, 4, generator=gen)  # (N, N)
+    fig = plot_attention_matrix(weights)
+    assert len(_image_axes(fig)) == 1 and _image_axes(fig)[0].get_title() == "A"
+    fig = plot_attention_matrix(weights[None].repeat(2, 1, 1), head_titles=["a", "b"])
+    assert [ax.get_title() for ax in _image_axes(fig)] == ["a", "b"]
+
+
+def test_plot_attention_matrix_bad_input(gen):
+    with pytest.raises(ValueError, match="expected attention weights"):
+        plot_attention_matrix(torch.rand(2, 3, 4, generator=gen))
+    with pytest.raises(ValueError, match="expected 3 token_labels"):
+        plot_attention_matrix(torch.rand(3, 3, generator=gen), token_labels=["a", "b"])
+    with pytest.raises(ValueError, match="expected 2 head_titles"):
+        plot_attention_matrix(torch.rand(2, 3, 3, generator=gen), head_titles=["a"])
+
+
+def test_plot_predictions_titles_and_colours(gen):
+    images = torch.randint(0, 256, (5, 1, 8, 8), dtype=torch.uint8, generator=gen)  # (B, C, H, W)
+    labels, preds = torch.tensor([0, 1, 2, 0, 1]), torch.tensor([0, 2, 2, 0, 0])
+    fig = plot_predictions(images, labels, preds, ["zero", "one", "two"], ncols=3)
+    axes = _image_axes(fig)
+    assert isinstance(fig, Figure) and len(axes) == 5 and len(fig.axes) == 6  # 2 x 3 grid, last cell empty
+    titles = [ax.title for ax in axes]
+    assert [t.get_text() for t in titles] == ["zero", "two\n(true: one)", "two", "zero", "zero\n(true: one)"]
+    red, green = to_rgba("tab:red"), to_rgba("tab:green")
+    assert [to_rgba(t.get_color()) for t in titles] == [green, red, green, green, red]
+    assert axes[0].get_images()[0].get_array().shape == (8, 8)  # grey: channel dropped
+    assert axes[0].get_images()[0].get_clim() == (0, 255)  # uint8 drawn on its own scale
+
+
+def test_plot_predictions_rgb_float(gen):
+    images = torch.rand(2, 3, 6, 6, generator=gen)  # float in [0, 1]
+    fig = plot_predictions(images, torch.tensor([1, 0]), torch.tensor([1, 0]), ["a", "b"])
+    assert [ax.get_images()[0].get_array().shape for ax in _image_axes(fig)] == [(6, 6, 3)] * 2
+    assert _image_axes(fig)[0].get_images()[0].get_clim() == (0, 1)
+
+
+def test_plot_predictions_bad_input(gen):
+    images = torch.rand(2, 1, 4, 4, generator=gen)
+    with pytest.raises(ValueError, match="B labels and predictions"):
+        plot_predictions(images, torch.tensor([0]), torch.tensor([0, 1]), ["a", "b"])
+    with pytest.raises(ValueError, match="class indices in \\[0, 2\\)"):
+        plot_predictions(images, torch.tensor([0, 2]), torch.tensor([0, 1]), ["a", "b"])
