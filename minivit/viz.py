@@ -3,7 +3,7 @@
 Figures are made with pyplot, so a notebook shows them at the end of the cell; write
 `_ = history.plot()` (nbval ignores a trailing `;`) and `plt.close(fig)` in scripts.
 
-Introduced in 04_training_on_cifar10.ipynb (training curves).
+Introduced in 01_patches.ipynb (patch figures); each function names the notebook that uses it.
 """
 
 from __future__ import annotations
