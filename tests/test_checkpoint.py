@@ -1,5 +1,4 @@
 """Tests for minivit.checkpoint and fit's resume: atomic writes, weights_only loads, exact resume, clear mismatches."""
-from dataclasses import replace
 
 import pytest
 import torch
@@ -7,25 +6,8 @@ from torch import nn
 
 from minivit import checkpoint as ckpt
 from minivit import data as mdata
-from minivit.config import ViTConfig
 from minivit.train import History, fit
-from minivit.vit import ViT
-
-TINY = ViTConfig(image_size=8, patch_size=4, in_channels=3, num_classes=3, dim=16, depth=1, heads=2, mlp_dim=32)
-
-
-def synthetic(n=64, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    labels = torch.arange(n) % 3
-    images = torch.randint(0, 100, (n, 3, 8, 8), generator=g)
-    images[torch.arange(n), labels] += 120
-    return images.to(torch.uint8), labels
-
-
-def tiny_model(seed=0, **overrides):
-    torch.manual_seed(seed)
-    return ViT(replace(TINY, **overrides))
-
+from tests.conftest import TINY, synthetic, tiny_model
 
 def test_save_load_round_trip_is_weights_only(tmp_path):
     model = tiny_model()
@@ -66,7 +48,7 @@ def test_failed_save_keeps_previous_checkpoint(tmp_path, monkeypatch):
 
 
 def test_resume_equals_straight_run(tmp_path):
-    x, y = synthetic()
+    x, y = synthetic(64)
     kw = dict(epochs=4, batch_size=16, lr=3e-3, warmup_epochs=1, label_smoothing=0.1, device="cpu", seed=3,
               augment=mdata.Augment(padding=1, flip=True), progress=False)
     straight_model = tiny_model(dropout=0.1)

@@ -7,27 +7,8 @@ import torch
 from torch import nn
 
 from minivit import data as mdata
-from minivit.config import ViTConfig
 from minivit.train import History, evaluate, fit, lr_factor, param_groups, predict
-from minivit.vit import ViT
-
-TINY = ViTConfig(image_size=8, patch_size=4, in_channels=3, num_classes=3, dim=16, depth=1, heads=2, mlp_dim=32)
-
-
-def synthetic(n=96, seed=0):
-    """uint8 (n, 3, 8, 8) images whose class c has a bright channel c: learnable in a few steps."""
-    g = torch.Generator().manual_seed(seed)
-    labels = torch.arange(n) % 3
-    images = torch.randint(0, 100, (n, 3, 8, 8), generator=g)
-    images[torch.arange(n), labels] += 120
-    return images.to(torch.uint8), labels
-
-
-def tiny_model(seed=0, **overrides):
-    torch.manual_seed(seed)
-    from dataclasses import replace
-    return ViT(replace(TINY, **overrides))
-
+from tests.conftest import TINY, synthetic, tiny_model
 
 def test_lr_factor_warmup_then_cosine():
     total, warm = 100, 10
