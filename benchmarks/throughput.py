@@ -30,7 +30,8 @@ from minivit.config import get_preset  # noqa: E402
 from minivit.profile import default_device, get_profile  # noqa: E402
 from minivit.vit import ViT  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from results_io import save_result  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
+
 
 
 def timm_twin(config):
@@ -124,16 +125,7 @@ def main(argv=None) -> int:
               f"{r['train_ratio']:>5.2f} {r['eval_minivit']:>12.0f} {r['eval_timm']:>9.0f} {r['eval_ratio']:>5.2f}")
     print(f"load average (1, 5, 15 min) before {load_before}, after {load_after}; {get_profile(device=device)}")
     if not a.no_save:
-        RESULTS.mkdir(exist_ok=True)
-        out = {"rows": rows, "args": vars(a), "loadavg_before": load_before, "loadavg_after": load_after,
-               "device": get_profile(device=device).describe(), "cpu_count": os.cpu_count(),
-               "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-               "command": "python benchmarks/throughput.py " + " ".join(sys.argv[1:] if argv is None else argv)}
-        path = RESULTS / f"throughput_{device.type}.json"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(out, indent=2))
-        os.replace(tmp, path)
-        print("wrote", path)
+        save_result(f"throughput_{device.type}", out)
     return 0
 
 

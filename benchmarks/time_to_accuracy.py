@@ -20,7 +20,6 @@ import os
 import platform
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -32,21 +31,22 @@ from minivit.profile import default_device, get_profile  # noqa: E402
 from minivit.train import evaluate, fit  # noqa: E402
 from minivit.vit import ViT  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from results_io import save_result  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
+
 
 # Each recipe: the data set, the model, fit's arguments, the budget in seconds and the target accuracy.
 RECIPES = {
     "cifar10": dict(
         dataset="cifar10", budget=300.0, target=0.60, augment="flip",
-        config=ViTConfig(image_size=32, patch_size=8, in_channels=3, num_classes=10,
-                         dim=128, depth=4, heads=4, mlp_dim=256),
-        fit=dict(epochs=5, batch_size=256, lr=2e-3, weight_decay=0.05, warmup_epochs=0.5,
+        config=ViTConfig(image_size=32, patch_size=4, in_channels=3, num_classes=10,
+                         dim=64, depth=4, heads=2, mlp_dim=128),
+        fit=dict(epochs=5, batch_size=512, lr=4e-3, weight_decay=0.05, warmup_epochs=0.3,
                  label_smoothing=0.0, clip_grad=1.0)),
     "fashion-mnist": dict(
         dataset="fashion-mnist", budget=60.0, target=0.88, augment="none",
         config=ViTConfig(image_size=28, patch_size=7, in_channels=1, num_classes=10,
-                         dim=64, depth=3, heads=4, mlp_dim=128),
-        fit=dict(epochs=2, batch_size=128, lr=2e-3, weight_decay=0.05, warmup_epochs=0.2,
+                         dim=64, depth=2, heads=4, mlp_dim=128),
+        fit=dict(epochs=6, batch_size=256, lr=5e-3, weight_decay=0.05, warmup_epochs=0.3,
                  label_smoothing=0.0, clip_grad=1.0)),
     "cifar10-gpu": dict(  # the full recipe for one H100: NOT YET MEASURED
         dataset="cifar10", budget=600.0, target=0.90, augment="basic",
@@ -113,12 +113,7 @@ def main(argv=None) -> int:
     if history.stopped:
         print("stopped early:", history.stopped)
     if not a.no_save:
-        RESULTS.mkdir(exist_ok=True)
-        path = RESULTS / f"time_to_accuracy_{a.recipe}.json"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(out, indent=2))
-        os.replace(tmp, path)
-        print("wrote", path)
+        save_result(f"time_to_accuracy_{a.recipe}", out)
     return 0
 
 
