@@ -11,7 +11,6 @@ Data (`minivit.data`) and figures (`minivit.viz`) are modules of their own:
 """
 
 from .attention import Attention, scaled_dot_product_attention
-from .checkpoint import load_checkpoint, load_model, save_checkpoint
 from .config import PRESETS, ViTConfig, get_preset, list_presets
 from .embeddings import (
     pos_embed_similarity,
@@ -23,10 +22,33 @@ from .embeddings import (
 from .encoder import Block, Encoder, Mlp
 from .patching import PatchEmbed, conv_weight_as_linear, patchify, unpatchify
 from .profile import Profile, get_profile
-from .train import History, evaluate, fit, predict
 from .vit import MlpHead, ViT
 
 __version__ = "0.1.0"
+
+# Training and checkpoint names load on first use, so `python -m minivit.train` and
+# `python -m minivit.data` run their module once (no runpy double-import warning).
+_LAZY = {
+    "History": "train",
+    "evaluate": "train",
+    "fit": "train",
+    "predict": "train",
+    "load_checkpoint": "checkpoint",
+    "load_model": "checkpoint",
+    "save_checkpoint": "checkpoint",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module 'minivit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     "Attention",

@@ -22,3 +22,12 @@ def test_import_has_no_side_effects():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout == "", f"import printed {out.stdout!r}"
+
+
+def test_command_line_modules_run_once():
+    """`python -m minivit.data` / `-m minivit.train` must not be imported by the package first (runpy warns)."""
+    for module in ("minivit.data", "minivit.train"):
+        out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", module, "--help"],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert "usage:" in out.stdout
