@@ -57,12 +57,6 @@ RECIPES = {
 }
 
 
-def make_augment(name: str, policy: str):
-    if policy == "flip":  # mirror only: for runs of a few epochs, crops cost more accuracy than they add
-        return mdata.Augment(padding=0, flip=True)
-    return mdata.make_augment(name, policy)
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("recipe", choices=sorted(RECIPES))
@@ -87,7 +81,7 @@ def main(argv=None) -> int:
     model = ViT(r["config"])
     load_before = os.getloadavg()
     t0 = time.perf_counter()
-    history = fit(model, train, None, augment=make_augment(r["dataset"], r["augment"]), device=device,
+    history = fit(model, train, None, augment=mdata.make_augment(r["dataset"], r["augment"]), device=device,
                   seed=a.seed, time_budget=budget, progress=a.progress, **fit_args)
     train_s = time.perf_counter() - t0
     t1 = time.perf_counter()

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import torch
 
+from .augment import POLICIES
+
 
 def build_parser() -> argparse.ArgumentParser:
     from .config import list_presets
@@ -43,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--label-smoothing", type=float, default=0.1, help="label smoothing of the training loss")
     p.add_argument("--clip-grad", type=float, default=1.0, help="max global gradient norm (0: no clipping)")
     p.add_argument("--dropout", type=float, default=None, help="override the preset's dropout")
-    p.add_argument("--augment", choices=("basic", "none"), default="basic", help="'basic': pad-crop + flip")
+    p.add_argument("--augment", choices=POLICIES, default="basic",
+                   help="'basic': pad-crop + flip; 'flip': mirror only; 'none'")
     p.add_argument("--seed", type=int, default=0, help="seed of initialisation, shuffling and augmentation")
     p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS", help="stop taking steps after this")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: runs/<preset>-<dataset>)")

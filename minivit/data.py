@@ -1,4 +1,4 @@
-"""Data sets, normalisation, batched augmentation and a batch iterator for minivit.
+"""Data sets, normalisation and stratified subsets for minivit (augmentation: `minivit.augment`, re-exported here).
 
 Introduced in 03_transformer_encoder.ipynb.
 
@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
+
+from .augment import POLICIES, Augment, make_augment, random_crop, random_flip  # noqa: F401  (re-exported)
 
 REPO = Path(__file__).resolve().parents[1]
 IMAGENETTE_URL = "https://s3.amazonaws.com/fast-ai-imageclas/imagenette2-160.tgz"
@@ -292,87 +293,6 @@ def normalize(images: torch.Tensor, name: str) -> torch.Tensor:
     if images.dtype != torch.uint8 or images.ndim != 4 or images.shape[1] != len(mean):
         raise ValueError(f"expected uint8 (B, {len(mean)}, H, W) images for {name}, got {images.dtype} {tuple(images.shape)}")
     return (images.float() / 255 - mean) / std
-
-
-def _randint(high, n, generator, device):
-    dev = generator.device if generator is not None else device
-    return torch.randint(0, high, (n,), generator=generator, device=dev).to(device)
-
-
-def random_crop(images: torch.Tensor, padding: int, generator=None) -> torch.Tensor:
-    """Zero-pad (B, C, H, W) by `padding` on each side, then crop H x W at a random offset per image."""
-    if images.ndim != 4 or padding < 0:
-        raise ValueError(f"expected images (B, C, H, W) and padding >= 0, got {tuple(images.shape)}, {padding}")
-    if padding == 0:
-        return images
-    B, C, H, W = images.shape
-    padded = F.pad(images, (padding,) * 4)  # (B, C, H+2p, W+2p)
-    dy, dx = (_randint(2 * padding + 1, B, generator, images.device) for _ in range(2))  # (B,)
-    rows = (dy[:, None] + torch.arange(H, device=images.device))[:, :, None]  # (B, H, 1)
-    cols = (dx[:, None] + torch.arange(W, device=images.device))[:, None, :]  # (B, 1, W)
-    b = torch.arange(B, device=images.device)[:, None, None]  # (B, 1, 1)
-    return padded.permute(0, 2, 3, 1)[b, rows, cols].permute(0, 3, 1, 2).contiguous()  # (B, C, H, W)
-
-
-def random_flip(images: torch.Tensor, p: float = 0.5, generator=None) -> torch.Tensor:
-    """Mirror each image of (B, C, H, W) left-right with probability p."""
-    if images.ndim != 4:
-        raise ValueError(f"expected images (B, C, H, W), got shape {tuple(images.shape)}")
-    dev = generator.device if generator is not None else images.device
-    flip = (torch.rand(len(images), generator=generator, device=dev) < p).to(images.device)  # (B,)
-    return torch.where(flip[:, None, None, None], images.flip(-1), images)
-
-
-@dataclass(frozen=True)
-class Augment:
-    """Batched train-time augmentation of uint8 (B, C, H, W) on the batch's device."""
-    padding: int = 0  # random-crop padding in pixels (0: no crop)
-    flip: bool = False  # random left-right mirror with p = 0.5
-
-    def __call__(self, images: torch.Tensor, generator=None) -> torch.Tensor:
-        images = random_crop(images, self.padding, generator) if self.padding else images
-        return random_flip(images, 0.5, generator) if self.flip else images
-
-
-_BASIC_PADDING = {"cifar10": 4, "fashion-mnist": 2, "imagenette": 16}  # 1/8 of the side
-
-
-def make_augment(name: str, policy: str = "basic") -> Augment:
-    """policy "basic": pad-and-crop (side/8) + flip, the usual CIFAR recipe; "none": identity."""
-    if name not in _BASIC_PADDING:
-        raise ValueError(f"unknown data set {name!r}; expected one of {sorted(_BASIC_PADDING)}")
-    if policy == "none":
-        return Augment()
-    if policy == "basic":
-        return Augment(padding=_BASIC_PADDING[name], flip=True)
-    raise ValueError(f"unknown augmentation policy {policy!r}; expected 'basic' or 'none'")
-
-
-class batches:
-    """Iterate (uint8 images (b, C, H, W), labels (b,)) in batches of `batch_size`; a new order each pass."""
-
-    def __init__(self, data, batch_size: int, shuffle: bool, generator=None, drop_last: bool = False):
-        self.images, self.labels = (data.images, data.labels) if isinstance(data, ImageDataset) else data
-        if len(self.images) != len(self.labels) or batch_size < 1:
-            raise ValueError(f"need images and labels of equal length and batch_size >= 1, got "
-                             f"{len(self.images)}, {len(self.labels)}, {batch_size}")
-        self.batch_size, self.shuffle, self.generator, self.drop_last = batch_size, shuffle, generator, drop_last
-
-    def __len__(self):
-        n, b = len(self.labels), self.batch_size
-        return n // b if self.drop_last else -(-n // b)
-
-    def __iter__(self):
-        n = len(self.labels)
-        dev = self.generator.device if self.generator is not None else "cpu"
-        order = torch.randperm(n, generator=self.generator, device=dev) if self.shuffle else None
-        for i in range(len(self)):
-            s = slice(i * self.batch_size, min(n, (i + 1) * self.batch_size))
-            if order is None:
-                yield self.images[s], self.labels[s]  # views, no copy
-            else:
-                idx = order[s].to(self.images.device)
-                yield self.images[idx], self.labels[idx.to(self.labels.device)]
 
 
 def _sha256(path: Path) -> str:

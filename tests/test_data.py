@@ -15,8 +15,7 @@ import torch
 from PIL import Image
 
 from minivit import data
-from minivit.data import (ImageDataset, batches, load_dataset, make_augment, normalize, random_crop,
-                          random_flip, stratified_subset)
+from minivit.data import ImageDataset, load_dataset, normalize, stratified_subset
 
 
 # ---------------------------------------------------------------- fixtures
@@ -311,52 +310,3 @@ def test_normalize():
         normalize(x, "fashion-mnist")
     with pytest.raises(ValueError, match="unknown data set"):
         normalize(x, "mnist")
-
-
-# ---------------------------------------------------------------- augmentation, batches
-def _batch(B=16):
-    return torch.randint(0, 256, (B, 3, 10, 12), dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
-
-
-def test_crop_identity_and_shifted_copy():
-    x = _batch()
-    assert torch.equal(random_crop(x, 0), x)
-    y = random_crop(x, 3, torch.Generator().manual_seed(0))
-    assert y.shape == x.shape and y.dtype == x.dtype
-    padded = torch.nn.functional.pad(x, (3, 3, 3, 3))
-    offsets = []
-    for i in range(len(x)):  # each output is exactly one crop of its zero-padded input
-        found = [(dy, dx) for dy in range(7) for dx in range(7) if torch.equal(y[i], padded[i, :, dy:dy + 10, dx:dx + 12])]
-        assert len(found) == 1
-        offsets.append(found[0])
-    assert len(set(offsets)) > 1  # offsets differ per image
-
-
-def test_flip_and_reproducibility():
-    x = _batch()
-    assert torch.equal(random_flip(random_flip(x, p=1.0), p=1.0), x)
-    assert torch.equal(random_flip(x, p=1.0), x.flip(-1)) and torch.equal(random_flip(x, p=0.0), x)
-    y = random_flip(x, generator=torch.Generator().manual_seed(0))
-    assert all(torch.equal(y[i], x[i]) or torch.equal(y[i], x[i].flip(-1)) for i in range(len(x)))
-    aug = make_augment("cifar10")
-    a1, a2 = (aug(x, torch.Generator().manual_seed(5)) for _ in range(2))
-    assert torch.equal(a1, a2) and a1.shape == x.shape and a1.dtype == torch.uint8
-    assert not torch.equal(a1, aug(x, torch.Generator().manual_seed(6)))
-    assert torch.equal(make_augment("imagenette", "none")(x), x)
-    with pytest.raises(ValueError, match="'basic' or 'none'"):
-        make_augment("cifar10", "autoaugment")
-
-
-def test_batches():
-    ds = _toy()
-    it = batches(ds, 4, shuffle=False)
-    got = list(it)
-    assert len(it) == 4 and [len(y) for _, y in got] == [4, 4, 4, 3]
-    assert got[0][0].data_ptr() == ds.images.data_ptr()  # a view, not a copy
-    shuffled = batches((ds.images, ds.labels), 4, shuffle=True, generator=torch.Generator().manual_seed(0), drop_last=True)
-    seen = torch.cat([y for _, y in shuffled])
-    assert len(shuffled) == 3 and len(seen) == 12
-    first, second = (torch.cat([x.flatten(1) for x, _ in shuffled]) for _ in range(2))
-    assert not torch.equal(first, second)  # a new order each pass
-    with pytest.raises(ValueError, match="equal length"):
-        batches((ds.images, ds.labels[:3]), 4, shuffle=False)

@@ -1,0 +1,47 @@
+"""Batched augmentation: crops are shifted copies, flips mirror, a generator reproduces a batch."""
+
+import pytest
+import torch
+
+import minivit.data
+from minivit.augment import Augment, make_augment, random_crop, random_flip
+
+
+def _batch(B=16):
+    return torch.randint(0, 256, (B, 3, 10, 12), dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
+
+
+def test_crop_identity_and_shifted_copy():
+    x = _batch()
+    assert torch.equal(random_crop(x, 0), x)
+    y = random_crop(x, 3, torch.Generator().manual_seed(0))
+    assert y.shape == x.shape and y.dtype == x.dtype
+    padded = torch.nn.functional.pad(x, (3, 3, 3, 3))
+    offsets = []
+    for i in range(len(x)):  # each output is exactly one crop of its zero-padded input
+        found = [(dy, dx) for dy in range(7) for dx in range(7) if torch.equal(y[i], padded[i, :, dy:dy + 10, dx:dx + 12])]
+        assert len(found) == 1
+        offsets.append(found[0])
+    assert len(set(offsets)) > 1  # offsets differ per image
+
+
+def test_flip_and_reproducibility():
+    x = _batch()
+    assert torch.equal(random_flip(random_flip(x, p=1.0), p=1.0), x)
+    assert torch.equal(random_flip(x, p=1.0), x.flip(-1)) and torch.equal(random_flip(x, p=0.0), x)
+    y = random_flip(x, generator=torch.Generator().manual_seed(0))
+    assert all(torch.equal(y[i], x[i]) or torch.equal(y[i], x[i].flip(-1)) for i in range(len(x)))
+    aug = make_augment("cifar10")
+    a1, a2 = (aug(x, torch.Generator().manual_seed(5)) for _ in range(2))
+    assert torch.equal(a1, a2) and a1.shape == x.shape and a1.dtype == torch.uint8
+    assert not torch.equal(a1, aug(x, torch.Generator().manual_seed(6)))
+    assert torch.equal(make_augment("imagenette", "none")(x), x)
+    assert make_augment("cifar10", "flip") == Augment(padding=0, flip=True)
+    with pytest.raises(ValueError, match="unknown augmentation policy 'autoaugment'; expected one of"):
+        make_augment("cifar10", "autoaugment")
+    with pytest.raises(ValueError, match="unknown data set 'mnist'"):
+        make_augment("mnist")
+
+
+def test_data_reexports_augmentation():
+    assert minivit.data.make_augment is make_augment and minivit.data.Augment is Augment
