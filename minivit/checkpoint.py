@@ -44,6 +44,30 @@ def _config_dict(model: nn.Module):
     return asdict(config)
 
 
+def atomic_save(obj, path) -> Path:
+    """`torch.save(obj)` to `path` via a temp file in the same folder + os.replace: never a half-written file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _differences(ours: dict, theirs: dict, prefix: str = "", ours_label: str = "now") -> list[str]:
+    """'<prefix><key>: checkpoint <theirs>, <ours_label> <ours>' for every key whose values differ."""
+    return [f"{prefix}{k}: checkpoint {theirs.get(k)!r}, {ours_label} {ours.get(k)!r}"
+            for k in sorted(set(ours) | set(theirs)) if ours.get(k) != theirs.get(k)]
+
+
 def get_rng_state(generator: torch.Generator | None = None) -> dict:
     """torch's global CPU RNG, every CUDA device's RNG and `generator`'s state, as tensors."""
     state = {"torch": torch.get_rng_state()}
@@ -78,18 +102,7 @@ def save_checkpoint(path, model: nn.Module, *, optimizer=None, scheduler=None, h
         "rng": rng,
         "run": run,
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_save(state, path)
 
 
 def read_checkpoint(path, map_location="cpu") -> dict:
@@ -111,10 +124,8 @@ def check_compatible(model: nn.Module, state: dict, path="checkpoint") -> None:
     """Raise ValueError naming the config fields, parameter names or shapes that differ."""
     problems = []
     mine, theirs = _config_dict(model), state.get("config")
-    if mine is not None and theirs is not None and mine != theirs:
-        for k in sorted(set(mine) | set(theirs)):
-            if mine.get(k) != theirs.get(k):
-                problems.append(f"config.{k}: checkpoint {theirs.get(k)!r}, model {mine.get(k)!r}")
+    if mine is not None and theirs is not None:
+        problems += _differences(mine, theirs, prefix="config.", ours_label="model")
     own = unwrap(model).state_dict()
     saved = state["model"]
     missing, unexpected = sorted(set(own) - set(saved)), sorted(set(saved) - set(own))
@@ -138,9 +149,7 @@ def load_checkpoint(path, model: nn.Module | None = None, *, optimizer=None, sch
     """
     state = read_checkpoint(path, map_location)
     if run is not None and state.get("run") is not None and state["run"] != run:
-        diff = [f"{k}: checkpoint {state['run'].get(k)!r}, now {run.get(k)!r}"
-                for k in sorted(set(run) | set(state["run"])) if run.get(k) != state["run"].get(k)]
-        raise ValueError(f"cannot resume from {path}: the run differs ({'; '.join(diff)})")
+        raise ValueError(f"cannot resume from {path}: the run differs ({'; '.join(_differences(run, state['run']))})")
     if model is not None:
         check_compatible(model, state, path)
         unwrap(model).load_state_dict(state["model"])

@@ -16,7 +16,7 @@ writes <root>/cache/<name>-<split>.pt (atomic); later loads read that cache in a
 """
 from __future__ import annotations
 
-import argparse, gzip, hashlib, io, os, shutil, sys, tarfile, tempfile, urllib.request, warnings, zlib
+import argparse, gzip, hashlib, io, os, shutil, sys, tarfile, urllib.request, warnings, zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from .augment import POLICIES, Augment, make_augment, random_crop, random_flip  # noqa: F401  (re-exported)
+from .checkpoint import atomic_save
 
 REPO = Path(__file__).resolve().parents[1]
 IMAGENETTE_URL = "https://s3.amazonaws.com/fast-ai-imageclas/imagenette2-160.tgz"
@@ -118,7 +119,7 @@ def load_dataset(name: str, split: str, root=None, download: bool = True) -> Ima
     images, labels, classes = _build(name, split, root, download)
     ds = _validated(ImageDataset(images, labels, tuple(classes), name, split))
     try:
-        _atomic_save({"images": ds.images, "labels": ds.labels, "classes": list(ds.classes)}, cache)
+        atomic_save({"images": ds.images, "labels": ds.labels, "classes": list(ds.classes)}, cache)
     except OSError as e:
         warnings.warn(f"could not write cache {cache} ({e}); the next load decodes again")
     return ds
@@ -130,20 +131,6 @@ def _validated(ds: ImageDataset) -> ImageDataset:
     if not all(isinstance(c, str) for c in ds.classes) or not 0 <= int(ds.labels.min()) <= int(ds.labels.max()) < len(ds.classes):
         raise ValueError(f"labels must lie in [0, {len(ds.classes)}) and class names be strings")
     return ds
-
-
-def _atomic_save(obj, path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-            f.flush(); os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _build(name, split, root: Path, download: bool):
