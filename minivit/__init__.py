@@ -14,7 +14,6 @@ from .attention import Attention, scaled_dot_product_attention
 from .config import PRESETS, ViTConfig, get_preset, list_presets
 from .embeddings import (
     pos_embed_similarity,
-    sincos_like,
     prepend_class_token,
     resize_pos_embed,
     sincos_pos_embed_2d,
@@ -63,7 +62,6 @@ __all__ = [
     "load_model",
     "predict",
     "save_checkpoint",
-    "sincos_like",
     "Mlp",
     "MlpHead",
     "PRESETS",

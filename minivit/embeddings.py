@@ -115,21 +115,9 @@ def init_pos_embed_(pos_embed: torch.Tensor, std: float = 0.02) -> torch.Tensor:
         return torch.nn.init.trunc_normal_(pos_embed, std=std, a=-2 * std, b=2 * std)
 
 
-def sincos_like(pos_embed: torch.Tensor, grid: int | tuple[int, int], num_prefix_tokens: int = 1) -> torch.Tensor:
-    """A (1, prefix + N, D) sine-cosine embedding shaped like `pos_embed` (prefix rows are zero)."""
-    d = pos_embed.shape[-1]
-    patches = sincos_pos_embed_2d(d, grid).to(pos_embed)  # (N, D)
-    prefix = patches.new_zeros(num_prefix_tokens, d)
-    out = torch.cat([prefix, patches])[None]  # (1, prefix + N, D)
-    if out.shape != pos_embed.shape:
-        raise ValueError(f"grid {grid} gives {tuple(out.shape)}, expected {tuple(pos_embed.shape)}")
-    return out
-
-
 __all__ = [
     "prepend_class_token",
     "sincos_pos_embed_2d",
-    "sincos_like",
     "resize_pos_embed",
     "pos_embed_similarity",
     "init_pos_embed_",
