@@ -10,7 +10,7 @@ Data (`minivit.data`) and figures (`minivit.viz`) are modules of their own:
 `from minivit.data import load_dataset`.
 """
 
-from .attention import Attention, scaled_dot_product_attention
+from .attention import Attention, attention_with_weights
 from .config import PRESETS, ViTConfig, get_preset, list_presets
 from .embeddings import (
     pos_embed_similarity,
@@ -75,7 +75,7 @@ __all__ = [
     "pos_embed_similarity",
     "prepend_class_token",
     "resize_pos_embed",
-    "scaled_dot_product_attention",
+    "attention_with_weights",
     "sincos_pos_embed_2d",
     "unpatchify",
 ]

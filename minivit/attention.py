@@ -3,11 +3,12 @@
     [q, k, v] = z U_qkv,   A = softmax(q kᵀ / √D_h),   SA(z) = A v
     MSA(z) = [SA_1(z); ...; SA_k(z)] U_msa
 
-`scaled_dot_product_attention` is the equation line by line, with the softmax
-as a named step (`Attention.attend`) so the maps can be recorded. `Attention`
-runs PyTorch's fused `F.scaled_dot_product_attention` by default (faster, less
-memory) and the written-out path when the weights are asked for
-(`return_attention=True`) or when `fused=False`; tests pin the two equal.
+`attention_with_weights` is the equation line by line, with the softmax as a
+named step (`Attention.attend`) so the maps can be recorded; unlike PyTorch's
+`F.scaled_dot_product_attention` it returns the weights A too. `Attention` runs
+the fused `F.scaled_dot_product_attention` by default (faster; its fused kernels
+need not hold A in memory) and the written-out path when the weights are asked
+for (`return_attention=True`) or when `fused=False`; tests pin the two equal.
 
 Shape legend: B batch, N tokens, D width, heads, Dh = D / heads.
 
@@ -24,16 +25,25 @@ from einops import rearrange
 from torch import nn
 
 
-def scaled_dot_product_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax: nn.Module | None = None, dropout: float = 0.0
+def attention_with_weights(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, softmax: nn.Module | None = None,
+    dropout_p: float = 0.0, training: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(q kᵀ / √Dh) v, written out. q, k, v: (..., N, Dh) -> output (..., N, Dh), weights (..., N, N)."""
+    """softmax(q kᵀ / √Dh) v, written out, and the weights.
+
+    q: (..., N, Dh), k: (..., M, Dh), v: (..., M, Dv) -> output (..., N, Dv), weights (..., N, M) (rows sum to 1).
+    `softmax`: the module applying the softmax over the last axis (a named step that can be hooked), default
+    `Tensor.softmax`. `dropout_p` drops attention weights only when `training` is True (pass `self.training`),
+    so a model in eval mode is deterministic. The weights returned are those before dropout.
+    """
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ValueError(f"expected q (..., N, Dh), k (..., M, Dh), v (..., M, Dv); got {q.shape}, {k.shape}, {v.shape}")
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p!r}")
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., N, M)
     weights = softmax(scores) if softmax is not None else scores.softmax(dim=-1)  # (..., N, M), rows sum to 1
-    out = F.dropout(weights, dropout) @ v if dropout else weights @ v  # (..., N, Dv)
-    return out, weights
+    dropped = F.dropout(weights, dropout_p, training=training) if dropout_p else weights  # (..., N, M)
+    return dropped @ v, weights  # (..., N, Dv), (..., N, M)
 
 
 class Attention(nn.Module):
@@ -53,6 +63,16 @@ class Attention(nn.Module):
         self.attend = nn.Softmax(dim=-1)  # the named step: hook it to record attention maps
         self.proj = nn.Linear(dim, dim)
         self.proj_drop = nn.Dropout(dropout)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """As the paper's JAX code: Xavier-uniform on each of the query, key and value maps (D x D each,
+        the three blocks of `qkv`) and on `proj`; zero biases."""
+        for w in self.qkv.weight.detach().chunk(3):  # (D, D) each: queries, keys, values of all heads
+            nn.init.xavier_uniform_(w)
+        nn.init.xavier_uniform_(self.proj.weight)
+        nn.init.zeros_(self.qkv.bias)
+        nn.init.zeros_(self.proj.bias)
 
     def forward(self, x: torch.Tensor, return_attention: bool = False):
         """x: (B, N, D). Returns (B, N, D), or ((B, N, D), (B, heads, N, N)) with `return_attention`."""
@@ -62,7 +82,7 @@ class Attention(nn.Module):
         if self.fused and not return_attention:
             out, weights = F.scaled_dot_product_attention(q, k, v), None  # (B, heads, N, Dh)
         else:
-            out, weights = scaled_dot_product_attention(q, k, v, self.attend)  # (B, heads, N, Dh), (B, heads, N, N)
+            out, weights = attention_with_weights(q, k, v, self.attend)  # (B, heads, N, Dh), (B, heads, N, N)
         out = rearrange(out, "b h n dh -> b n (h dh)")  # (B, N, D): heads concatenated
         out = self.proj_drop(self.proj(out))  # (B, N, D)
         return (out, weights) if return_attention else out

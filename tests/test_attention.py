@@ -4,16 +4,29 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minivit import Attention, scaled_dot_product_attention
+from minivit import Attention, attention_with_weights
 from tests.conftest import randomize_
 
 
 def test_manual_equals_fused_sdpa(gen):
     q, k, v = torch.randn(3, 2, 4, 10, 8, generator=gen)
-    out, weights = scaled_dot_product_attention(q, k, v)
+    out, weights = attention_with_weights(q, k, v)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v), atol=1e-6, rtol=1e-5)
     assert weights.shape == (2, 4, 10, 10)
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, 4, 10))
+
+
+def test_dropout_only_when_training(gen):
+    q, k, v = torch.randn(3, 2, 6, 8, generator=gen)
+    ref, _ = attention_with_weights(q, k, v)
+    evaluated, _ = attention_with_weights(q, k, v, dropout_p=0.5)  # training=False: no dropout
+    torch.testing.assert_close(evaluated, ref)
+    torch.manual_seed(0)
+    trained, weights = attention_with_weights(q, k, v, dropout_p=0.5, training=True)
+    assert not torch.allclose(trained, ref)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 6))  # the weights returned are before dropout
+    with pytest.raises(ValueError, match=r"dropout_p must be in \[0, 1\)"):
+        attention_with_weights(q, k, v, dropout_p=1.0)
 
 
 def test_module_paths_agree(gen):
