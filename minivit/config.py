@@ -2,10 +2,15 @@
 
 A `ViTConfig` is a frozen dataclass: every field has a comment, every value is
 checked once in `__post_init__`, and `dataclasses.replace(config, ...)` makes a
-variant. Presets are named configs: the paper's models (Table 1 of Dosovitskiy
-et al., with the DeiT "Ti" and "S" widths that timm also uses) at 224 px and
-every patch size the paper uses (/32, /16, /14, /8), and course sizes that
-train on a 2-core CPU in minutes.
+variant. Presets are named configs:
+
+- the paper's model sizes (Table 1: Base, Large, Huge) and the DeiT "Ti" and
+  "S" widths that timm also uses, at 224 px, with patch sizes /32, /16, /14
+  (the paper's results tables report B/32, B/16, L/32, L/16 and H/14) and /8 (not a paper
+  model; for illustration, e.g. the cost of small patches);
+- course sizes for 32 px images that train on a 2-core CPU in minutes. Unlike
+  the paper's models (MLP size 4 D) they use an MLP size of 2 D, and they
+  default to 10 classes (the paper's presets to 1000).
 
     >>> get_preset("ViT-B/16", num_classes=10).dim
     768
@@ -34,7 +39,7 @@ class ViTConfig:
     dim: int = 768  # D: token width, "hidden size" in Table 1
     depth: int = 12  # L: number of encoder blocks ("layers")
     heads: int = 12  # attention heads; D must be divisible by heads
-    mlp_dim: int = 3072  # hidden width of each block's MLP ("MLP size", 4 D in the paper)
+    mlp_dim: int = 3072  # hidden width of each block's MLP ("MLP size": 4 D in the paper's models)
     dropout: float = 0.0  # after the position embedding, attention projection and MLP layers
     pool: str = "token"  # "token": the [class] token's output (Eq. 4); "mean": average of patch tokens
     head: str = "linear"  # "linear": zero-initialised D x K (fine-tuning); "mlp": one tanh hidden layer (pre-training)
@@ -108,7 +113,7 @@ _PAPER_SIZES = {
     "L": (24, 1024, 4096, 16),
     "H": (32, 1280, 5120, 16),
 }
-_PAPER_PATCHES = (32, 16, 14, 8)
+_PAPER_PATCHES = (32, 16, 14, 8)  # /32, /16, /14 as in the paper; /8 for illustration
 
 PRESETS: dict[str, ViTConfig] = {
     f"ViT-{size}/{p}": ViTConfig(image_size=224, patch_size=p, depth=L, dim=D, mlp_dim=M, heads=h)
@@ -116,7 +121,7 @@ PRESETS: dict[str, ViTConfig] = {
     for p in _PAPER_PATCHES
 }
 # Course sizes for 32 px images (CIFAR-10; Fashion-MNIST with image_size=28, in_channels=1):
-# they train on a 2-core CPU in minutes. Patch 4 gives an 8 x 8 grid, N = 64.
+# they train on a 2-core CPU in minutes. Patch 4 gives an 8 x 8 grid, N = 64. MLP size 2 D (not 4 D).
 PRESETS["ViT-Nano/4"] = ViTConfig(image_size=32, patch_size=4, dim=64, depth=4, heads=4, mlp_dim=128, num_classes=10)
 PRESETS["ViT-Micro/4"] = ViTConfig(image_size=32, patch_size=4, dim=128, depth=6, heads=4, mlp_dim=256, num_classes=10)
 

@@ -110,9 +110,9 @@ def pos_embed_similarity(
 
 
 def init_pos_embed_(pos_embed: torch.Tensor, std: float = 0.02) -> torch.Tensor:
-    """In-place truncated-normal initialisation of a learnable position embedding (as in timm and BERT)."""
+    """In place: N(0, std²), not truncated -- the paper's JAX code (`nn.initializers.normal(stddev=0.02)`)."""
     with torch.no_grad():
-        return torch.nn.init.trunc_normal_(pos_embed, std=std, a=-2 * std, b=2 * std)
+        return torch.nn.init.normal_(pos_embed, mean=0.0, std=std)
 
 
 __all__ = [

@@ -33,6 +33,13 @@ class Mlp(nn.Module):
         self.drop1 = nn.Dropout(dropout)
         self.fc2 = nn.Linear(hidden_dim, dim)
         self.drop2 = nn.Dropout(dropout)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """As the paper's JAX code (`MlpBlock`): Xavier-uniform weights, biases N(0, 1e-6²)."""
+        for fc in (self.fc1, self.fc2):
+            nn.init.xavier_uniform_(fc.weight)
+            nn.init.normal_(fc.bias, std=1e-6)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.drop1(self.act(self.fc1(x)))  # (B, N, hidden)

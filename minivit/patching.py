@@ -1,9 +1,12 @@
 """Images to patch sequences: `patchify`, `unpatchify` and `PatchEmbed` (paper §3.1, Eq. 1).
 
-"We reshape the image x ∈ R^{H×W×C} into a sequence of flattened 2D patches
-x_p ∈ R^{N×(P²·C)}, where (P, P) is the resolution of each image patch and
-N = HW/P² is the resulting number of patches" -- then "map to D dimensions
-with a trainable linear projection" E.
+"[...] we reshape the image x ∈ R^{H×W×C} into a sequence of flattened 2D
+patches x_p ∈ R^{N×(P²·C)}, where (H, W) is the resolution of the original
+image, C is the number of channels, (P, P) is the resolution of each image
+patch, and N = HW/P² is the resulting number of patches, which also serves as
+the effective input sequence length for the Transformer. [...] we flatten the
+patches and map to D dimensions with a trainable linear projection (Eq. 1)."
+(§3.1) That projection is E.
 
 `PatchEmbed` implements E as a Conv2d with kernel = stride = P, which is the
 same linear map applied to every non-overlapping patch (tested equal to
@@ -16,6 +19,8 @@ Introduced in 01_patches.ipynb.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from einops import rearrange
@@ -72,6 +77,17 @@ def unpatchify(patches: torch.Tensor, patch_size: int, image_size: int | tuple[i
     return rearrange(patches, UNPATCHIFY, h=gh, p1=patch_size, p2=patch_size)  # (B, C, H, W)
 
 
+def lecun_normal_(weight: torch.Tensor) -> torch.Tensor:
+    """In place: LeCun normal as JAX/Flax defines it (`variance_scaling(1, "fan_in", "truncated_normal")`).
+
+    A standard normal truncated to [-2, 2], scaled so that the standard deviation is exactly 1/sqrt(fan_in);
+    fan_in = weight[0].numel() (C*P*P for a conv filter, D_in for a Linear weight (D_out, D_in)).
+    """
+    std = math.sqrt(1.0 / weight[0].numel()) / 0.87962566103423978  # std of N(0, 1) truncated to [-2, 2]
+    with torch.no_grad():
+        return nn.init.trunc_normal_(weight, mean=0.0, std=1.0, a=-2.0, b=2.0).mul_(std)
+
+
 def conv_weight_as_linear(weight: torch.Tensor) -> torch.Tensor:
     """Conv2d weight (D, C, P, P) -> Linear weight (D, P*P*C) in `patchify`'s flattening order."""
     return rearrange(weight, "d c p1 p2 -> d (p1 p2 c)")
@@ -95,6 +111,12 @@ class PatchEmbed(nn.Module):
         self.grid_size = (h // patch_size, w // patch_size)
         self.num_patches = self.grid_size[0] * self.grid_size[1]
         self.proj = nn.Conv2d(in_channels, dim, kernel_size=patch_size, stride=patch_size)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """LeCun-normal filters and zero bias, as the paper's JAX code initialises its embedding convolution."""
+        lecun_normal_(self.proj.weight)
+        nn.init.zeros_(self.proj.bias)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         check_images(images, self.patch_size, self.in_channels)

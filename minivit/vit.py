@@ -11,7 +11,10 @@ hidden layer at pre-training time and by a single linear layer at fine-tuning
 time", the latter "a zero-initialized D × K feedforward layer".
 
 Parameter names equal timm's `VisionTransformer`, so a timm state dict of the
-same config loads with `load_state_dict(..., strict=True)`.
+same config loads with `load_state_dict(..., strict=True)` -- for `pool="token"`
+with `head="linear"`, timm's default. (`pool="mean"` follows the paper's JAX
+code, which applies the final LayerNorm to every token and then averages; timm's
+`global_pool="avg"` averages first and then applies a separate `fc_norm`.)
 
     model = ViT.from_preset("ViT-B/16", num_classes=1000)
     logits = model(images)  # (B, 3, 224, 224) -> (B, 1000)
@@ -23,7 +26,6 @@ Introduced in 03_transformer_encoder.ipynb.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import Any
 
@@ -33,7 +35,7 @@ from torch import nn
 from .config import ViTConfig, get_preset
 from .embeddings import init_pos_embed_, prepend_class_token
 from .encoder import LAYER_NORM_EPS, Encoder
-from .patching import PatchEmbed
+from .patching import PatchEmbed, lecun_normal_
 
 
 class MlpHead(nn.Module):
@@ -44,6 +46,14 @@ class MlpHead(nn.Module):
         self.pre_logits = nn.Linear(dim, dim)
         self.act = nn.Tanh()
         self.fc = nn.Linear(dim, num_classes)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """As the paper's JAX code: LeCun-normal `pre_logits`, zero-initialised output layer, zero biases."""
+        lecun_normal_(self.pre_logits.weight)
+        nn.init.zeros_(self.pre_logits.bias)
+        nn.init.zeros_(self.fc.weight)
+        nn.init.zeros_(self.fc.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc(self.act(self.pre_logits(x)))  # (B, K)
@@ -55,6 +65,9 @@ class ViT(nn.Module):
     `patch_embed` may be replaced by any module mapping (B, C, H, W) to
     (B, N, D) with `num_patches` and `grid_size` attributes (e.g. a CNN stem
     for the hybrid model); by default it is `PatchEmbed` built from `config`.
+
+    `config.num_classes` defaults to 1000 for the paper's presets and to 10 for
+    the course presets (`ViT-Nano/4`, `ViT-Micro/4`).
     """
 
     def __init__(self, config: ViTConfig, patch_embed: nn.Module | None = None):
@@ -63,7 +76,9 @@ class ViT(nn.Module):
             raise ValueError(f"expected a ViTConfig, got {type(config).__name__}; see ViT.from_preset")
         self.config = config
         c = config
-        self.patch_embed = patch_embed or PatchEmbed(c.image_size, c.patch_size, c.in_channels, c.dim)
+        if patch_embed is None:
+            patch_embed = PatchEmbed(c.image_size, c.patch_size, c.in_channels, c.dim)
+        self.patch_embed = patch_embed
         self.num_prefix_tokens = 1
         self.cls_token = nn.Parameter(torch.zeros(1, 1, c.dim))  # (1, 1, D)
         self.pos_embed = nn.Parameter(torch.zeros(1, self.patch_embed.num_patches + 1, c.dim))  # (1, N+1, D)
@@ -79,19 +94,20 @@ class ViT(nn.Module):
         return cls(get_preset(name, **overrides))
 
     def reset_parameters(self) -> None:
-        """The paper's (JAX) initialisation: Xavier-uniform Linears, LeCun-normal patch projection,
-        N(0, 0.02) position embedding, zero [class] token, zero-initialised linear head."""
+        """The initialisation of the paper's JAX code (google-research/vision_transformer, `models_vit.py`).
+
+        Patch projection E: LeCun normal (`PatchEmbed.reset_parameters`); attention: Xavier-uniform
+        query, key, value and output maps; MLP: Xavier-uniform weights, biases N(0, 1e-6²); position
+        embedding N(0, 0.02²); [class] token zero; LayerNorms one and zero; the linear head zero, the MLP
+        head's hidden layer LeCun normal and its output layer zero (the JAX code zero-initialises `head`
+        in both cases). The paper itself states only the zero-initialised fine-tuning head (§3.2).
+        """
         for m in self.modules():
-            if isinstance(m, nn.Linear):
-                nn.init.xavier_uniform_(m.weight)
-                nn.init.zeros_(m.bias)
-            elif isinstance(m, nn.LayerNorm):
-                nn.init.ones_(m.weight)
-                nn.init.zeros_(m.bias)
+            if m is not self and hasattr(m, "reset_parameters") and not isinstance(m, (nn.Linear, nn.Conv2d)):
+                m.reset_parameters()  # Attention, Mlp, MlpHead, PatchEmbed, LayerNorm (ones, zeros)
         proj = getattr(self.patch_embed, "proj", None)
-        if isinstance(proj, nn.Conv2d):
-            fan_in = proj.in_channels * proj.kernel_size[0] * proj.kernel_size[1]
-            nn.init.trunc_normal_(proj.weight, std=1 / math.sqrt(fan_in))
+        if isinstance(proj, nn.Conv2d) and not isinstance(self.patch_embed, PatchEmbed):
+            lecun_normal_(proj.weight)  # a custom patch embedding (e.g. the hybrid's 1x1 projection)
             nn.init.zeros_(proj.bias)
         init_pos_embed_(self.pos_embed)
         nn.init.zeros_(self.cls_token)
@@ -134,8 +150,17 @@ class ViT(nn.Module):
 
     @torch.no_grad()
     def attention_maps(self, images: torch.Tensor) -> list[torch.Tensor]:
-        """Every layer's attention weights for `images`: a list of L tensors (B, heads, N+1, N+1)."""
-        _, maps = self.blocks(self.embed(images), return_attention=True)
+        """Every layer's attention weights for `images`: a list of L tensors (B, heads, N+1, N+1).
+
+        Computed in eval mode (no dropout), so the maps are deterministic; the model's train/eval mode is
+        restored afterwards.
+        """
+        was_training = self.training
+        self.eval()
+        try:
+            _, maps = self.blocks(self.embed(images), return_attention=True)
+        finally:
+            self.train(was_training)
         return maps
 
     def reset_classifier(self, num_classes: int) -> None:

@@ -94,3 +94,32 @@ def test_input_errors(x, message):
 def test_config_type_error():
     with pytest.raises(ValueError, match="expected a ViTConfig"):
         ViT({"dim": 3})  # type: ignore[arg-type]
+
+
+def test_initialisation_follows_the_jax_code():
+    torch.manual_seed(0)
+    model = ViT.from_preset("ViT-S/16")  # D = 384: enough values for tight statistics
+    D = model.config.dim
+    pos = model.pos_embed.detach()
+    assert abs(pos.std().item() - 0.02) < 0.0005  # N(0, 0.02²) ...
+    assert pos.abs().max() > 3 * 0.02  # ... not truncated at 2 std (which would give std 0.0176)
+    proj = model.patch_embed.proj.weight.detach()  # LeCun normal: std 1/sqrt(fan_in), truncated at ±2/0.8796 std
+    fan_in = proj[0].numel()
+    assert abs(proj.std().item() * fan_in**0.5 - 1) < 0.01
+    assert proj.abs().max() <= 2 / 0.87962566103423978 / fan_in**0.5 + 1e-6
+    bound = (6 / (D + D)) ** 0.5  # Xavier-uniform on each D x D query / key / value map, not on the fused 3D x D
+    for w in model.blocks[0].attn.qkv.weight.detach().chunk(3):
+        assert w.abs().max() <= bound and w.abs().max() > 0.99 * bound
+    fc1 = model.blocks[0].mlp.fc1
+    assert 0 < fc1.bias.abs().max() < 1e-5  # MLP biases N(0, 1e-6²)
+    assert not model.cls_token.any() and not model.head.weight.any()
+    mlp_head = ViT(ViTConfig(**{**SMALL.to_dict(), "head": "mlp"})).head
+    assert not mlp_head.fc.weight.any() and mlp_head.pre_logits.weight.std() > 0  # JAX zero-initialises `head`
+
+
+def test_attention_maps_are_taken_in_eval_mode(gen):
+    model = ViT(ViTConfig(**{**SMALL.to_dict(), "dropout": 0.5})).train()
+    x = torch.randn(2, 3, 32, 32, generator=gen)
+    a, b = model.attention_maps(x), model.attention_maps(x)
+    assert all(torch.equal(u, v) for u, v in zip(a, b))  # no dropout: the same maps twice
+    assert model.training  # mode restored
