@@ -2,10 +2,16 @@
 
 Introduced in 03_transformer_encoder.ipynb (the first training run).
 
-The recipe is the paper's (§4.1, Appendix B.1) scaled down: AdamW without weight
-decay on norms, biases, the [class] token and the position embeddings; a linear
-warm-up then cosine decay, stepped every batch; label smoothing; gradient clipping
-at global norm `clip_grad`; bf16 autocast on CUDA; optional `torch.compile`.
+The recipe takes the paper's ingredients (§4.1, Appendix B.1) with the changes that
+small-data ViT training commonly makes; it is not the paper's exact recipe:
+- AdamW (decoupled weight decay, default 0.05) without decay on norms, biases, the
+  [class] token and the position embeddings (the paper pre-trains with Adam, batch
+  4096 and weight decay 0.1 on JFT-300M, 0.03 on ImageNet-21k, 0.3 on ImageNet);
+- a linear warm-up, then cosine decay to 0, stepped every batch (the paper: a 10k-step
+  warm-up, then linear decay for pre-training and cosine decay for fine-tuning);
+- optional label smoothing (default 0); gradient clipping at global norm `clip_grad`
+  (default 1, as the paper's fine-tuning and ImageNet-from-scratch runs);
+- bf16 autocast on CUDA; optional `torch.compile`.
 
 Data is an `ImageDataset` (normalised with `minivit.data.normalize` and the data
 set's name) or an `(images, labels)` pair: uint8 images are scaled to [0, 1], float
@@ -56,6 +62,8 @@ class History:
     images_per_s: list = field(default_factory=list)  # training throughput, all ranks together
     epoch_time: list = field(default_factory=list)  # seconds of training (validation excluded)
     stopped: str | None = None  # why the run ended before `epochs` ("time budget", ...) or None
+    step_lr: list = field(default_factory=list)  # learning rate of every optimizer step, in order
+    steps_per_epoch: int | None = None  # optimizer steps in a full epoch (to place step_lr on the epoch axis)
 
     def append(self, **row) -> None:
         for k in _METRICS:
@@ -95,7 +103,7 @@ class History:
         return cls(**{k: list(v) if isinstance(v, (list, tuple)) else v for k, v in d.items()})
 
     def plot(self, **kwargs):
-        """Loss and accuracy curves (a matplotlib Figure, drawn by `minivit.viz.plot_history`)."""
+        """Loss, accuracy and learning-rate curves (a matplotlib Figure, drawn by `minivit.viz.plot_history`)."""
         from .viz import plot_history
         return plot_history(self, **kwargs)
 
@@ -206,13 +214,14 @@ def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128
         device, e.g. `minivit.data.make_augment("cifar10")`, or None.
     warmup_epochs: linear warm-up length (fractions allowed), then cosine decay to 0 at `epochs`.
     clip_grad: max global gradient norm, or None. device: default CUDA > MPS > CPU.
-    seed: seeds torch's global RNG (dropout, augmentation) and the shuffling; same seed on CPU ->
-        same run. checkpoint: path written (atomically, rank 0) after every epoch. resume: continue
+    seed: seeds torch's global RNG with `seed + rank` (dropout and augmentation draw from it) and a
+        private generator for the shuffling; same seed on CPU -> same run. `seed=None` leaves the global
+        RNG as it is. checkpoint: path written (atomically, rank 0) after every epoch. resume: continue
         from `checkpoint` if it exists (model, optimizer, schedule, history, RNG); `epochs` is the
         run's total length, so resuming a 4-epoch run stopped after 2 reproduces the straight run.
     time_budget: seconds after which no more steps are taken (the partial epoch is recorded).
     on_epoch_end: called with the History after each epoch; returning True stops the run.
-    A non-finite loss raises FloatingPointError.
+    A non-finite loss raises FloatingPointError. The model ends in the train/eval mode it started in.
     """
     from .profile import default_device
     if epochs < 1 or batch_size < 1:
@@ -228,6 +237,7 @@ def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128
     if device.type == "cuda":  # the whole uint8 set fits on a GPU; no host->device copy per batch
         images, labels = images.to(device), labels.to(device)
     model.to(device)
+    was_training = model.training
     gen = torch.Generator()
     if seed is not None:  # shuffling: the same order on every rank; augmentation, dropout: a stream per rank
         torch.manual_seed(seed + rank)
@@ -238,7 +248,7 @@ def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128
     optimizer = torch.optim.AdamW(param_groups(model, weight_decay), lr=lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, total, warmup))
     run = {"batch_size": batch_size, "n_train": len(labels), "world_size": world}
-    history, start = History(), 0
+    history, start = History(steps_per_epoch=steps_per_epoch), 0
     if resume and checkpoint is not None and Path(checkpoint).exists():
         state = ckpt.load_checkpoint(checkpoint, model, optimizer=optimizer, scheduler=scheduler, run=run)
         history, start = History.from_dict(state["history"]), state["epoch"]
@@ -267,6 +277,7 @@ def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128
             if clip_grad:
                 nn.utils.clip_grad_norm_(model.parameters(), clip_grad)
             step_lr = optimizer.param_groups[0]["lr"]
+            history.step_lr.append(step_lr)
             optimizer.step()
             scheduler.step()
             sums[0] += loss.detach() * len(y)
@@ -304,6 +315,7 @@ def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128
         if history.stopped:
             break
     bar.close()
+    model.train(was_training)
     return history
 
 

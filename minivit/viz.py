@@ -16,21 +16,31 @@ def _figure(ncols: int, width: float = 4.0, height: float = 3.2):
 
 
 def plot_history(history, title: str | None = None):
-    """Loss, accuracy and learning rate per epoch of a `minivit.train.History` -> Figure with 3 axes."""
+    """Loss and accuracy per epoch and the learning rate of every step of a `minivit.train.History`
+    -> Figure with 3 axes. Epoch ticks are whole numbers; the learning rate is drawn step by step (a
+    warm-up shorter than an epoch shows), or per epoch for histories that did not record steps."""
+    from matplotlib.ticker import MaxNLocator
     h = history.to_dict() if hasattr(history, "to_dict") else dict(history)
     fig, (ax_loss, ax_acc, ax_lr) = _figure(3)
     ep = h["epoch"]
     for ax, key, label in ((ax_loss, "loss", "cross-entropy"), (ax_acc, "acc", "top-1 accuracy")):
-        ax.plot(ep, h[f"train_{key}"], "o-", label="train")
+        ax.plot(ep, h[f"train_{key}"], "o-", label="train (running mean over the epoch)")
         val = [(e, v) for e, v in zip(ep, h[f"val_{key}"]) if v is not None]
         if val:
-            ax.plot(*zip(*val), "s-", label="validation")
+            ax.plot(*zip(*val), "s-", label="validation (end of epoch)")
         ax.set(xlabel="epoch", ylabel=label)
+        ax.legend(fontsize=8)
+    steps, per_epoch = h.get("step_lr") or [], h.get("steps_per_epoch")
+    if steps and per_epoch:
+        ax_lr.plot([(i + 1) / per_epoch for i in range(len(steps))], steps, "-", color="tab:gray")
+        ax_lr.set(xlabel="epoch", ylabel="learning rate (every step)")
+        ax_lr.set_xlim(0, max(len(steps) / per_epoch, 1))
+    else:
+        ax_lr.plot(ep, h["lr"], "o-", color="tab:gray")
+        ax_lr.set(xlabel="epoch", ylabel="learning rate (last step of the epoch)")
+    for ax in (ax_loss, ax_acc, ax_lr):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-        ax.legend()
-    ax_lr.plot(ep, h["lr"], "o-", color="tab:gray")
-    ax_lr.set(xlabel="epoch", ylabel="learning rate (last step)")
-    ax_lr.grid(alpha=0.3)
     if title:
         fig.suptitle(title)
     return fig

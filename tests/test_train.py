@@ -121,6 +121,25 @@ def test_bad_inputs_are_clear_errors():
         fit(model, (x, y), epochs=0, device="cpu", progress=False)
 
 
+def test_fit_restores_the_train_eval_mode():
+    x, y = synthetic(32)
+    model = tiny_model().eval()
+    fit(model, (x, y), (x, y), epochs=1, batch_size=16, device="cpu", progress=False)
+    assert not model.training
+    model.train()
+    fit(model, (x, y), epochs=1, batch_size=16, device="cpu", progress=False)
+    assert model.training
+
+
+def test_step_lr_records_warmup_and_cosine():
+    x, y = synthetic(64)
+    h = fit(tiny_model(), (x, y), epochs=2, batch_size=16, warmup_epochs=0.5, lr=1e-2, device="cpu", progress=False)
+    assert h.steps_per_epoch == 4 and len(h.step_lr) == 8
+    assert h.step_lr[:2] == pytest.approx([5e-3, 1e-2])  # linear warm-up over 2 steps
+    assert h.step_lr[2] == h.step_lr[1] and all(a > b for a, b in zip(h.step_lr[2:], h.step_lr[3:]))  # cosine
+    assert h.lr == [h.step_lr[3], h.step_lr[7]]  # the per-epoch value is the epoch's last step
+
+
 def test_progress_bar_only_when_asked(capsys):
     x, y = synthetic(32)
     fit(tiny_model(), (x, y), epochs=1, batch_size=16, device="cpu", progress=False)
@@ -153,6 +172,10 @@ def test_history_round_trip_best_final_plot():
     fig = h.plot(title="tiny")
     assert isinstance(fig, Figure) and len(fig.axes) == 3
     assert list(fig.axes[1].lines[1].get_ydata()) == h.val_acc
+    lr_line = fig.axes[2].lines[0]  # one point per optimizer step, placed at fractional epochs
+    assert list(lr_line.get_ydata()) == h.step_lr and len(h.step_lr) == 3 * h.steps_per_epoch
+    assert lr_line.get_xdata()[-1] == 3.0
+    assert all(float(t).is_integer() for t in fig.axes[0].get_xticks())  # whole-epoch ticks
     plt.close(fig)
     no_val = fit(tiny_model(), (x, y), epochs=1, batch_size=32, device="cpu", progress=False)
     assert no_val.val_acc == [None]
