@@ -7,6 +7,13 @@ Introduced in 03_transformer_encoder.ipynb.
   fashion-mnist  1 x 28 x 28,   10 classes, 60,000 train / 10,000 test
   imagenette     3 x 128 x 128, 10 ImageNet classes, 9,469 train / 3,925 test (= official val)
 
+Order: every split comes in one fixed, seeded order that mixes the classes (`ORDER_SEED`): the same on every
+machine for a given copy of the data, so `test.images[:8]` shows several classes, not eight airplanes (the offline
+archives are sorted by class).
+
+The offline CIFAR-10 copy is a JPEG re-encoding (quality about 75) of the official images, so its pixels, figures
+and accuracies differ slightly from the official binary release that torchvision downloads.
+
 Data root (where files and caches live): the `root` argument, else env MINIVIT_DATA, else the
 repository's `data/` folder when it exists (source checkout / editable install), else ~/.cache/minivit.
 Sources, tried in order: the offline copies linked into the root by `python -m minivit.data prepare`
@@ -41,6 +48,8 @@ NORMALIZATION = {"cifar10": ((0.4913, 0.4821, 0.4465), (0.2452, 0.2428, 0.2606))
                  # ImageNet's; Imagenette-128's own are (.462, .458, .430) / (.278, .275, .297)
                  "imagenette": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))}
 SPLITS = ("train", "test")
+ORDER_SEED = 0  # seed of the fixed permutation every split is stored and returned in (mixes the classes)
+CACHE_FORMAT = "minivit-data/2"  # the cache's "format" entry; a cache without it is rebuilt (older caches: class-sorted)
 OFFLINE_FILES = {"cifar10": ("cifar10-jpeg.tar.gz",), "imagenette": ("imagenette-128.tar.gz",),
                  "fashion-mnist": tuple(f"fashion-mnist/{s}-{k}-idx{d}-ubyte.gz" for s in ("train", "t10k")
                                         for k, d in (("images", 3), ("labels", 1)))}
@@ -104,6 +113,8 @@ def _check_name_split(name, split):
 def load_dataset(name: str, split: str, root=None, download: bool = True) -> ImageDataset:
     """Load split "train" or "test" of "cifar10" | "fashion-mnist" | "imagenette" as uint8 (N, C, H, W).
 
+    The examples come in a fixed order that mixes the classes: the sources' order permuted by a generator
+    seeded with `ORDER_SEED` (the same on every machine for a given copy of the data).
     Reads <root>/cache/<name>-<split>.pt when present (rebuilt with a warning if corrupt), else
     decodes the sources (see the module docstring) and writes that cache atomically.
     """
@@ -113,13 +124,16 @@ def load_dataset(name: str, split: str, root=None, download: bool = True) -> Ima
     if cache.exists():
         try:
             d = torch.load(cache, weights_only=True)
-            return _validated(ImageDataset(d["images"], d["labels"], tuple(d["classes"]), name, split))
+            if d.get("format") == CACHE_FORMAT:  # else: a cache of an older minivit (class-sorted), rebuilt quietly
+                return _validated(ImageDataset(d["images"], d["labels"], tuple(d["classes"]), name, split))
         except Exception as e:  # unreadable, truncated, wrong keys/shapes/dtypes
             warnings.warn(f"cache {cache} is unusable ({type(e).__name__}: {e}); rebuilding it from the source")
     images, labels, classes = _build(name, split, root, download)
-    ds = _validated(ImageDataset(images, labels, tuple(classes), name, split))
+    order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(ORDER_SEED))  # (N,)
+    ds = _validated(ImageDataset(images[order], labels[order], tuple(classes), name, split))
     try:
-        atomic_save({"images": ds.images, "labels": ds.labels, "classes": list(ds.classes)}, cache)
+        atomic_save({"format": CACHE_FORMAT, "images": ds.images, "labels": ds.labels, "classes": list(ds.classes)},
+                    cache)
     except OSError as e:
         warnings.warn(f"could not write cache {cache} ({e}); the next load decodes again")
     return ds
@@ -261,7 +275,8 @@ def _jpeg_decoder():
 
 
 def stratified_subset(dataset: ImageDataset, n_per_class: int, seed: int = 0) -> ImageDataset:
-    """Exactly `n_per_class` examples of every class, chosen by `seed`; indices kept in ascending order."""
+    """Exactly `n_per_class` examples of every class, chosen by `seed`, in an order (also from `seed`) that mixes
+    the classes whatever the order of `dataset`."""
     g = torch.Generator().manual_seed(seed)
     picked = []
     for c in range(len(dataset.classes)):
@@ -269,7 +284,8 @@ def stratified_subset(dataset: ImageDataset, n_per_class: int, seed: int = 0) ->
         if len(idx) < n_per_class:
             raise ValueError(f"class {c} ({dataset.classes[c]!r}) has {len(idx)} examples, fewer than n_per_class={n_per_class}")
         picked.append(idx[torch.randperm(len(idx), generator=g)[:n_per_class]])
-    return dataset.subset(torch.cat(picked).sort().values)
+    picked = torch.cat(picked)  # (K * n_per_class,), grouped by class
+    return dataset.subset(picked[torch.randperm(len(picked), generator=g)])
 
 
 def normalize(images: torch.Tensor, name: str) -> torch.Tensor:

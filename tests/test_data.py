@@ -74,6 +74,11 @@ def _imagenette_tar(path, top, ext, size, tsv=True):
     _write_tar(path, members)
 
 
+def _order(n):
+    """The documented fixed order of a split of n examples (the source's order permuted)."""
+    return torch.randperm(n, generator=torch.Generator().manual_seed(data.ORDER_SEED))
+
+
 def _toy(n_per_class=(5, 7, 3), shape=(3, 8, 8)):
     labels = torch.cat([torch.full((n,), c) for c, n in enumerate(n_per_class)])
     images = torch.randint(0, 256, (len(labels), *shape), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
@@ -81,21 +86,36 @@ def _toy(n_per_class=(5, 7, 3), shape=(3, 8, 8)):
 
 
 # ---------------------------------------------------------------- loading
-def test_cifar_tar_parsed_sorted_and_labelled(tmp_path):
-    _cifar_tar(tmp_path)
+def test_cifar_tar_parsed_labelled_and_in_the_seeded_mixed_order(tmp_path):
+    _cifar_tar(tmp_path)  # the archive is sorted by class, like the offline copy
     ds = load_dataset("cifar10", "test", root=tmp_path)
-    assert ds.images.shape == (9, 3, 32, 32) and ds.images.dtype == torch.uint8
-    assert ds.labels.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2] and ds.labels.dtype == torch.int64
+    assert ds.images.shape == (9, 3, 32, 32) and ds.images.dtype == torch.uint8 and ds.labels.dtype == torch.int64
     assert ds.classes == CIFAR_CLASSES and (ds.name, ds.split, len(ds)) == ("cifar10", "test", 9)
-    expected = torch.tensor([40 * k + 10 * i for k in range(3) for i in range(3)], dtype=torch.float)
-    assert torch.allclose(ds.images.float().mean((1, 2, 3)), expected, atol=2)  # decoded in file order
+    order = torch.randperm(9, generator=torch.Generator().manual_seed(data.ORDER_SEED))  # the documented order
+    sorted_labels = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2, 2])
+    assert torch.equal(ds.labels, sorted_labels[order]) and not torch.equal(ds.labels, sorted_labels)
+    expected = torch.tensor([40 * k + 10 * i for k in range(3) for i in range(3)], dtype=torch.float)[order]
+    assert torch.allclose(ds.images.float().mean((1, 2, 3)), expected, atol=2)  # each image keeps its label
+    again = load_dataset("cifar10", "test", root=tmp_path)  # from the cache: the same order
+    assert torch.equal(again.labels, ds.labels) and torch.equal(again.images, ds.images)
+
+
+def test_old_class_sorted_cache_is_rebuilt_in_the_mixed_order(tmp_path):
+    _cifar_tar(tmp_path)
+    first = load_dataset("cifar10", "test", root=tmp_path)
+    cache = tmp_path / "cache" / "cifar10-test.pt"
+    d = torch.load(cache, weights_only=True)
+    idx = d["labels"].argsort(stable=True)
+    torch.save({"images": d["images"][idx], "labels": d["labels"][idx], "classes": d["classes"]}, cache)  # old format
+    again = load_dataset("cifar10", "test", root=tmp_path)
+    assert torch.equal(again.labels, first.labels) and torch.equal(again.images, first.images)
 
 
 def test_pil_fallback_decodes_the_same(tmp_path, monkeypatch):
     _cifar_tar(tmp_path)
     fast = load_dataset("cifar10", "test", root=tmp_path, download=False)
     monkeypatch.setitem(sys.modules, "torchvision.io", None)  # as if torchvision had no image io
-    slow = data._build("cifar10", "test", tmp_path, download=False)[0]
+    slow = data._build("cifar10", "test", tmp_path, download=False)[0][_order(9)]
     assert (fast.images.int() - slow.int()).abs().max() <= 2  # decoders may round differently
 
 
@@ -130,8 +150,8 @@ def test_corrupt_cache_is_rebuilt_with_warning(tmp_path, bad):
     if bad == "garbage":
         cache.write_bytes(cache.read_bytes()[:100])  # truncated
     else:
-        torch.save({"images": torch.zeros(9, 3, 8, 8, dtype=torch.uint8), "labels": good.labels,
-                    "classes": list(good.classes)}, cache)
+        torch.save({"format": data.CACHE_FORMAT, "images": torch.zeros(9, 3, 8, 8, dtype=torch.uint8),
+                    "labels": good.labels, "classes": list(good.classes)}, cache)
     with pytest.warns(UserWarning, match="rebuilding"):
         again = load_dataset("cifar10", "train", root=tmp_path)
     assert torch.equal(again.images, good.images)
@@ -157,10 +177,12 @@ def test_corrupt_jpeg_names_the_member(tmp_path):
 def test_fashion_idx_gz_and_torchvision_raw_layout(tmp_path):
     x, y = _fashion(tmp_path / "a" / "fashion-mnist")
     ds = load_dataset("fashion-mnist", "test", root=tmp_path / "a")
-    assert ds.images.shape == (20, 1, 28, 28) and torch.equal(ds.images[:, 0], torch.from_numpy(x))
-    assert ds.labels.tolist() == y.tolist() and ds.classes[0] == "T-shirt/top" and len(ds.classes) == 10
+    order = _order(20)
+    assert ds.images.shape == (20, 1, 28, 28) and torch.equal(ds.images[:, 0], torch.from_numpy(x)[order])
+    assert ds.labels.tolist() == y[order.numpy()].tolist() and ds.classes[0] == "T-shirt/top" and len(ds.classes) == 10
     x2, _ = _fashion(tmp_path / "b" / "FashionMNIST" / "raw", split="train", compress=False, seed=1)
-    assert torch.equal(load_dataset("fashion-mnist", "train", root=tmp_path / "b").images[:, 0], torch.from_numpy(x2))
+    train = load_dataset("fashion-mnist", "train", root=tmp_path / "b")
+    assert torch.equal(train.images[:, 0], torch.from_numpy(x2)[_order(len(x2))])
 
 
 def test_truncated_idx_names_the_file(tmp_path):
@@ -176,7 +198,7 @@ def test_imagenette_offline_layout_val_alias_and_names(tmp_path):
     _imagenette_tar(tmp_path / "imagenette-128.tar.gz", "imagenette-128", ".jpg", (128, 128))
     ds = load_dataset("imagenette", "val", root=tmp_path)
     assert ds.split == "test" and ds.images.shape == (4, 3, 128, 128)
-    assert ds.classes == ("tench", "parachute") and ds.labels.tolist() == [0, 0, 1, 1]
+    assert ds.classes == ("tench", "parachute") and ds.labels.tolist() == torch.tensor([0, 0, 1, 1])[_order(4)].tolist()
     assert (tmp_path / "cache" / "imagenette-test.pt").exists()
 
 
@@ -190,7 +212,8 @@ def test_imagenette_download_path_resizes_to_128(tmp_path, monkeypatch):
     ds = load_dataset("imagenette", "train", root=tmp_path)
     assert calls == [data.IMAGENETTE_URL] and ds.images.shape == (4, 3, 128, 128)
     assert ds.classes == ("tench", "parachute")
-    assert abs(ds.images[2].float().mean().item() - 100) < 3  # flat colour kept by the resize
+    source_image_2 = ds.images[_order(4).argsort()[2]]  # the archive's third image
+    assert abs(source_image_2.float().mean().item() - 100) < 3  # flat colour kept by the resize
     load_dataset("imagenette", "test", root=tmp_path)  # reuses the downloaded archive
     assert len(calls) == 1
 
@@ -295,9 +318,17 @@ def test_stratified_subset_counts_and_determinism():
     a, b, c = (stratified_subset(ds, 3, seed=s) for s in (0, 0, 1))
     assert torch.bincount(a.labels).tolist() == [3, 3, 3] and a.images.shape == (9, 3, 8, 8)
     assert torch.equal(a.images, b.images) and not torch.equal(a.images, c.images)
-    assert torch.equal(a.labels, a.labels.sort().values)  # ascending original order
     with pytest.raises(ValueError, match="class 2 .*3 examples.*n_per_class=4"):
         stratified_subset(ds, 4)
+
+
+def test_stratified_subset_of_a_class_sorted_set_is_mixed():
+    ds = _toy(n_per_class=(20,) * 10)  # sorted by class: the first 20 are all class 0
+    sub = stratified_subset(ds, 10, seed=0)
+    assert torch.bincount(sub.labels).tolist() == [10] * 10
+    assert len(set(sub.labels[:10].tolist())) >= 5  # the first ten span many classes
+    runs = (sub.labels[1:] != sub.labels[:-1]).sum().item()  # label changes between neighbours
+    assert runs > 50  # about 89 for a random order on average, 9 for a class-sorted one
 
 
 def test_normalize():
