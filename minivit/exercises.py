@@ -1,0 +1,170 @@
+"""Checks for the notebooks' exercises: pass your answer, read what is right and what is wrong.
+
+    from minivit.exercises import check_patchify
+    check_patchify(my_patchify)        # prints one line per check, returns a CheckResult
+
+Each check runs the student's answer on fixed cases and compares it with `minivit`'s own
+implementation (or with a value computed from it). A wrong answer -- a wrong shape, wrong
+numbers, `None`, an exception -- is reported, never raised, so a notebook cell that calls a check
+always runs through. The returned `CheckResult` is true only when every case passed, so an
+instructor can grade with `assert check_patchify(fn, verbose=False)`.
+
+Introduced in 00_start_here.ipynb; each check names the notebook whose exercise it checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+__all__ = ["CheckResult", "check_head_parameters", "check_patchify", "check_resize_pos_embed", "check_attention"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one `check_*` call: how many cases passed, and what went wrong in the others."""
+
+    name: str  # what was checked, e.g. "patchify"
+    passed: int  # cases that passed
+    total: int  # cases run
+    failures: tuple[str, ...] = field(default=())  # one message per failed case
+
+    def __bool__(self) -> bool:
+        return self.passed == self.total
+
+    def __repr__(self) -> str:
+        return f"CheckResult({self.name!r}: {self.passed}/{self.total} passed)"
+
+
+def _run(name: str, cases, verbose: bool) -> CheckResult:
+    """`cases`: (label, thunk) pairs; a thunk returns None when right, else a message. Exceptions are failures."""
+    passed, failures, lines = 0, [], []
+    for label, thunk in cases:
+        try:
+            problem = thunk()
+        except Exception as e:  # the student's code raised: report it, do not raise
+            problem = f"raised {type(e).__name__}: {e}"
+        if problem is None:
+            passed += 1
+            lines.append(f"  ✓ {label}")
+        else:
+            failures.append(f"{label}: {problem}")
+            lines.append(f"  ✗ {label}: {problem}")
+    result = CheckResult(name, passed, len(cases), tuple(failures))
+    if verbose:
+        verdict = "all correct" if result else f"{result.total - result.passed} of {result.total} wrong"
+        print(f"{name}: {verdict}")
+        print("\n".join(lines))
+    return result
+
+
+def _compare(got, expected: torch.Tensor, atol: float = 1e-5, what: str = "output") -> str | None:
+    """None when `got` is a tensor equal to `expected` (shape, then values); else what differs."""
+    if not isinstance(got, torch.Tensor):
+        return f"returned {type(got).__name__}, expected a tensor of shape {tuple(expected.shape)}"
+    if tuple(got.shape) != tuple(expected.shape):
+        return f"{what} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
+    if not torch.allclose(got.float(), expected.float(), atol=atol, rtol=1e-4):
+        err = (got.float() - expected.float()).abs().max().item()
+        return f"{what} has the right shape but wrong values (largest difference {err:.3g})"
+    return None
+
+
+def _images(b: int, c: int, h: int, w: int, seed: int) -> torch.Tensor:
+    return torch.rand(b, c, h, w, generator=torch.Generator().manual_seed(seed))
+
+
+# ---- 00_start_here.ipynb -------------------------------------------------------------------------------
+
+
+def check_head_parameters(answer, verbose: bool = True) -> CheckResult:
+    """00_start_here, exercise 1: how many parameters does ViT-B/16 lose when its head has 10 outputs instead
+    of 1000? `answer`: an int."""
+    from .config import get_preset
+    d = get_preset("ViT-B/16").dim
+    expected = (1000 - 10) * (d + 1)  # a D x K weight and K biases
+
+    def exact():
+        if not isinstance(answer, int) or isinstance(answer, bool):
+            return f"expected an int, got {type(answer).__name__}"
+        if answer == expected:
+            return None
+        hint = " (did you forget the biases?)" if answer == (1000 - 10) * d else ""
+        return f"{answer:,} is not it{hint}; count the head's weights and biases for 1000 and for 10 classes"
+    return _run("head parameters, 1000 -> 10 classes", [("the count", exact)], verbose)
+
+
+# ---- 01_patches.ipynb ----------------------------------------------------------------------------------
+
+
+def check_patchify(fn, verbose: bool = True) -> CheckResult:
+    """01_patches: `fn(images (B, C, H, W), patch_size) -> (B, N, P*P*C)`, patches row by row, each flattened
+    in (p1 p2 c) order -- the same as `minivit.patchify`."""
+    from .patching import patchify
+
+    def case(b, c, h, w, p, seed):
+        x = _images(b, c, h, w, seed)
+        return lambda: _compare(fn(x.clone(), p), patchify(x, p))
+    return _run("patchify", [
+        ("shape and values, 2 RGB images 8x8, P = 4", case(2, 3, 8, 8, 4, 0)),
+        ("a non-square image 8x12, P = 4 (rows before columns)", case(1, 3, 8, 12, 4, 1)),
+        ("grey images (C = 1), P = 2", case(3, 1, 6, 6, 2, 2)),
+        ("P = 1: every pixel is a patch", case(1, 3, 3, 5, 1, 3)),
+    ], verbose)
+
+
+# ---- 02_class_token_and_positions.ipynb ----------------------------------------------------------------
+
+
+def check_resize_pos_embed(fn, verbose: bool = True) -> CheckResult:
+    """02_class_token_and_positions: `fn(pos_embed (1, 1 + h*w, D), old_grid (h, w), new_grid (h', w'))
+    -> (1, 1 + h'*w', D)`: the [class] entry kept, the patch entries laid out on their grid and resized
+    bicubically (as `minivit.resize_pos_embed`; the cases only enlarge, where antialiasing does nothing)."""
+    from .embeddings import resize_pos_embed
+
+    def case(old, new, seed):
+        pe = torch.randn(1, 1 + old[0] * old[1], 8, generator=torch.Generator().manual_seed(seed))
+        return lambda: _compare(fn(pe.clone(), old, new), resize_pos_embed(pe, old, new), atol=1e-4)
+
+    def class_entry_kept():
+        pe = torch.randn(1, 1 + 9, 8, generator=torch.Generator().manual_seed(9))
+        out = fn(pe.clone(), (3, 3), (6, 6))
+        if not isinstance(out, torch.Tensor) or out.ndim != 3:
+            return f"returned {type(out).__name__}, expected a tensor (1, 37, 8)"
+        return None if torch.equal(out[0, 0], pe[0, 0]) else "the [class] embedding (index 0) was changed"
+    return _run("resize_pos_embed", [
+        ("the [class] embedding is kept as it is", class_entry_kept),
+        ("3x3 -> 6x6", case((3, 3), (6, 6), 0)),
+        ("a non-square grid 2x3 -> 4x5 (row-major)", case((2, 3), (4, 5), 1)),
+        ("the same grid is the identity", case((4, 4), (4, 4), 2)),
+    ], verbose)
+
+
+# ---- 03_transformer_encoder.ipynb ----------------------------------------------------------------------
+
+
+def check_attention(fn, verbose: bool = True) -> CheckResult:
+    """03_transformer_encoder: `fn(q (..., N, Dh), k (..., M, Dh), v (..., M, Dv)) -> (out (..., N, Dv),
+    weights (..., N, M))`, softmax(q kᵀ / sqrt(Dh)) v and its weights (Appendix A, Eq. 5-7), as
+    `minivit.attention_with_weights`."""
+    from .attention import attention_with_weights
+
+    def case(shape_q, shape_kv, seed):
+        g = torch.Generator().manual_seed(seed)
+        q = torch.randn(*shape_q, generator=g)
+        k = torch.randn(*shape_kv, generator=g)
+        v = torch.randn(*shape_kv[:-1], shape_kv[-1] + 2, generator=g)  # Dv != Dh catches a swapped k and v
+        out, weights = attention_with_weights(q, k, v)
+
+        def run():
+            got = fn(q.clone(), k.clone(), v.clone())
+            if not isinstance(got, (tuple, list)) or len(got) != 2:
+                return f"returned {type(got).__name__}, expected a pair (output, weights)"
+            return _compare(got[1], weights, what="weights") or _compare(got[0], out, what="output")
+        return run
+    return _run("attention", [
+        ("one head: q, k, v of 5 tokens, Dh = 4", case((5, 4), (5, 4), 0)),
+        ("batched heads (2, 3, 6, 8): the scale is 1/sqrt(Dh)", case((2, 3, 6, 8), (2, 3, 6, 8), 1)),
+        ("4 queries attending to 7 keys (N != M)", case((4, 16), (7, 16), 2)),
+    ], verbose)

@@ -1,0 +1,78 @@
+"""The exercise checks: the reference solution passes, typical wrong answers fail with a useful message,
+and nothing a student writes makes a check raise."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+
+from minivit import attention_with_weights, patchify, resize_pos_embed
+from minivit.exercises import (CheckResult, check_attention, check_head_parameters, check_patchify,
+                               check_resize_pos_embed)
+
+
+def test_reference_solutions_pass(capsys):
+    assert check_patchify(patchify)
+    assert check_resize_pos_embed(resize_pos_embed)
+    assert check_attention(attention_with_weights)
+    assert check_head_parameters((1000 - 10) * (768 + 1))
+    out = capsys.readouterr().out
+    assert "patchify: all correct" in out and "✗" not in out
+
+
+def test_wrong_patchify_orders_fail():
+    channel_first = lambda x, p: rearrange(x, "b c (h p1) (w p2) -> b (h w) (c p1 p2)", p1=p, p2=p)
+    column_major = lambda x, p: rearrange(x, "b c (h p1) (w p2) -> b (w h) (p1 p2 c)", p1=p, p2=p)
+    r = check_patchify(channel_first, verbose=False)
+    assert not r and r.passed == 2  # with C = 1 or P = 1 the two orders coincide
+    assert "wrong values" in r.failures[0]
+    r = check_patchify(column_major, verbose=False)
+    assert not r and any("non-square" in f for f in r.failures)
+
+
+def test_stub_and_crash_are_reported_not_raised(capsys):
+    r = check_patchify(lambda x, p: None)
+    assert r == CheckResult("patchify", 0, 4, r.failures) and not r
+    assert "returned NoneType, expected a tensor of shape (2, 4, 48)" in r.failures[0]
+    r = check_attention(lambda q, k, v: 1 / 0, verbose=False)
+    assert r.passed == 0 and "raised ZeroDivisionError" in r.failures[0]
+    assert "patchify: 4 of 4 wrong" in capsys.readouterr().out
+
+
+def test_wrong_attention_answers_fail():
+    def no_scale(q, k, v):
+        w = (q @ k.transpose(-2, -1)).softmax(-1)
+        return w @ v, w
+
+    def softmax_over_queries(q, k, v):
+        w = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-2)
+        return w @ v, w
+
+    def output_only(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+    for fn in (no_scale, softmax_over_queries):
+        r = check_attention(fn, verbose=False)
+        assert r.passed == 0 and "weights has the right shape but wrong values" in r.failures[0]
+    assert "expected a pair" in check_attention(output_only, verbose=False).failures[0]
+
+
+def test_wrong_resize_answers_fail():
+    def resizes_class_token_too(pe, old, new):  # drops the [class] entry and puts a fresh one in front
+        grid = rearrange(pe[:, 1:], "1 (h w) d -> 1 d h w", h=old[0])
+        out = F.interpolate(grid, size=new, mode="bicubic", align_corners=False)
+        return torch.cat([torch.zeros_like(pe[:, :1]), rearrange(out, "1 d h w -> 1 (h w) d")], dim=1)
+
+    def bilinear(pe, old, new):
+        grid = rearrange(pe[:, 1:], "1 (h w) d -> 1 d h w", h=old[0])
+        out = F.interpolate(grid, size=new, mode="bilinear", align_corners=False)
+        return torch.cat([pe[:, :1], rearrange(out, "1 d h w -> 1 (h w) d")], dim=1)
+    r = check_resize_pos_embed(resizes_class_token_too, verbose=False)
+    assert r.passed == 0 and "[class]" in r.failures[0]
+    r = check_resize_pos_embed(bilinear, verbose=False)
+    assert r.passed == 2 and all("wrong values" in f for f in r.failures)  # kept [class], identity pass
+
+
+def test_head_parameters_hints():
+    assert "forget the biases" in check_head_parameters(990 * 768, verbose=False).failures[0]
+    assert "expected an int" in check_head_parameters("761310", verbose=False).failures[0]
