@@ -3,8 +3,11 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# The PyTorch build to install first (override e.g. TORCH_SPEC="torch torchvision" for the latest).
+# The PyTorch release to install first (override e.g. TORCH_SPEC="torch torchvision" for the latest) and its
+# build: TORCH_VARIANT=auto picks the CPU-only build on a machine without an NVIDIA GPU when PyTorch's CPU index
+# answers (else pip's default); cpu | cuda | default force one (see .ci/torch_pip_args.py).
 TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
+TORCH_VARIANT ?= auto
 # Run as root (containers), JupyterLab needs --allow-root.
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 
@@ -22,7 +25,8 @@ install: $(BIN)/.installed
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet $(TORCH_SPEC)
+	args=$$(TORCH_VARIANT=$(TORCH_VARIANT) $(PYTHON) .ci/torch_pip_args.py) || exit 1; \
+	$(BIN)/python -m pip install --quiet $(TORCH_SPEC) $$args
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
