@@ -46,6 +46,22 @@ def test_similarity_figure_autoscales_with_none():
     assert clim == pytest.approx((float(sim.min()), float(sim.max())))
 
 
+def test_similarity_figure_masks_self_and_labels_from_zero():
+    sim = _similarity(3, 4)
+    fig = plot_pos_embed_similarity(sim, vmin=None, vmax=None, mask_self=True)
+    tiles = [ax for ax in fig.axes if ax.get_images() and ax.get_label() != "<colorbar>"]
+    tile = np.ma.filled(tiles[6].get_images()[0].get_array().astype(float), np.nan)  # patch (1, 2)
+    assert np.isnan(tile[1, 2]) and np.isnan(tile).sum() == 1  # only its own similarity is blank
+    off = sim.clone()
+    for i in range(3):
+        for j in range(4):
+            off[i, j, i, j] = float("nan")
+    clim = tiles[0].get_images()[0].get_clim()  # the scale is the off-diagonal range, not up to the self 1.0
+    assert clim == pytest.approx((np.nanmin(off.numpy()), np.nanmax(off.numpy())))
+    assert clim[1] < 1.0
+    assert tiles[0].get_ylabel() == "0" and tiles[-1].get_xlabel() == "3"  # 0-based patch indices
+
+
 @pytest.mark.parametrize("shape", [(4, 4), (2, 3, 2, 3, 1), (2, 3, 3, 2)])
 def test_similarity_figure_refuses_wrong_shapes(shape):
     with pytest.raises(ValueError, match=r"\(rows, cols, rows, cols\)"):
@@ -61,6 +77,11 @@ def test_grid_maps_draw_each_map_with_its_title(gen):
     for ax, m in zip(panels, maps):
         np.testing.assert_allclose(ax.get_images()[0].get_array(), m.numpy())
     assert sum(ax.get_label() == "<colorbar>" for ax in fig.axes) == 2
+    lo, hi = min(m.min().item() for m in maps), max(m.max().item() for m in maps)
+    assert all(ax.get_images()[0].get_clim() == pytest.approx((lo, hi)) for ax in panels)  # one shared scale
+    own = plot_grid_maps(maps, shared_scale=False)
+    clims = [ax.get_images()[0].get_clim() for ax in own.axes if ax.get_label() != "<colorbar>"]
+    assert clims[0] == pytest.approx((maps[0].min().item(), maps[0].max().item())) and clims[0] != clims[1]
 
 
 def test_grid_maps_refuse_bad_input():
