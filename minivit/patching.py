@@ -102,14 +102,9 @@ class PatchEmbed(nn.Module):
 
     def __init__(self, image_size: int | tuple[int, int], patch_size: int, in_channels: int, dim: int):
         super().__init__()
-        h, w = _pair(image_size)
-        if h % patch_size or w % patch_size:
-            raise ValueError(f"image size {h}x{w} is not divisible by patch size {patch_size}")
-        self.image_size = (h, w)
         self.patch_size = patch_size
         self.in_channels = in_channels
-        self.grid_size = (h // patch_size, w // patch_size)
-        self.num_patches = self.grid_size[0] * self.grid_size[1]
+        self.set_image_size(image_size)  # image_size (H, W), grid_size (H/P, W/P), num_patches N
         self.proj = nn.Conv2d(in_channels, dim, kernel_size=patch_size, stride=patch_size)
         self.reset_parameters()
 
@@ -118,13 +113,30 @@ class PatchEmbed(nn.Module):
         lecun_normal_(self.proj.weight)
         nn.init.zeros_(self.proj.bias)
 
+    def set_image_size(self, image_size: int | tuple[int, int]) -> None:
+        """Accept images of another size (H, W) from now on: only the grid changes, N = HW/P².
+
+        The projection's weights do not depend on the image size ("we keep the
+        patch size the same, which results in a larger effective sequence
+        length", §3.2). Call `ViT.set_image_size`, which also resizes the
+        position embedding, rather than this method on its own.
+        """
+        h, w = _pair(image_size)
+        p = self.patch_size
+        if min(h, w) < p or h % p or w % p:
+            raise ValueError(f"image size {h}x{w} is not divisible by patch size {p}; expected positive multiples of P")
+        self.image_size = (h, w)
+        self.grid_size = (h // p, w // p)
+        self.num_patches = self.grid_size[0] * self.grid_size[1]
+
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         check_images(images, self.patch_size, self.in_channels)
         if tuple(images.shape[-2:]) != self.image_size:
             raise ValueError(
                 f"expected images of size {self.image_size[0]}x{self.image_size[1]}, got "
-                f"{images.shape[-2]}x{images.shape[-1]}; to use another resolution build the model for it "
-                "and resize the position embedding with minivit.resize_pos_embed"
+                f"{images.shape[-2]}x{images.shape[-1]}; to use another resolution call "
+                f"model.set_image_size(({images.shape[-2]}, {images.shape[-1]})), which also resizes the "
+                "position embedding"
             )
         x = self.proj(images)  # (B, D, H/P, W/P)
         return rearrange(x, "b d gh gw -> b (gh gw) d")  # (B, N, D)

@@ -172,6 +172,48 @@ class ViT(nn.Module):
         ref = self.cls_token
         self.head = head.to(device=ref.device, dtype=ref.dtype)
 
+    def set_image_size(self, image_size: int | tuple[int, int]) -> "ViT":
+        """Take images of another size (H, W) from now on, in place, and return the model (§3.2).
+
+        "When feeding images of higher resolution, we keep the patch size the
+        same, which results in a larger effective sequence length. [...] We
+        therefore perform 2D interpolation of the pre-trained position
+        embeddings, according to their location in the original image." (§3.2)
+
+        The patch embedding's grid changes (`patch_embed.set_image_size`; its
+        weights stay), `pos_embed` (1, N+1, D) is resized to the new grid with
+        `minivit.resize_pos_embed`, and `config.image_size` is updated; H and W
+        must be multiples of P. The same size is a no-op.
+
+        `pos_embed` stays the same `nn.Parameter` object (same device, dtype,
+        `requires_grad`; its `.grad` is cleared), so call this before building
+        the optimizer: an optimizer built earlier that has not stepped yet still
+        trains it, but one holding state for the old shape (momentum, Adam
+        moments) fails at its next step. Call it before DDP or `torch.compile`.
+
+            model = ViT.from_preset("ViT-Ti/16").set_image_size(384)  # 14x14 -> 24x24 grid
+        """
+        from .embeddings import resize_pos_embed
+
+        config = replace(self.config, image_size=image_size)  # checks H, W are multiples of P
+        if config.image_hw == self.config.image_hw:
+            return self
+        set_size = getattr(self.patch_embed, "set_image_size", None)
+        if not callable(set_size):
+            raise ValueError(
+                f"the patch embedding {type(self.patch_embed).__name__} has no set_image_size(image_size) method; "
+                "add one that updates its image_size, grid_size and num_patches"
+            )
+        old_grid = tuple(self.patch_embed.grid_size)
+        set_size(config.image_hw)
+        new_grid = tuple(self.patch_embed.grid_size)
+        if new_grid != old_grid:
+            resized = resize_pos_embed(self.pos_embed.detach(), old_grid, new_grid, self.num_prefix_tokens)
+            self.pos_embed.data = resized  # (1, N'+1, D), the same Parameter: an optimizer holding it still does
+            self.pos_embed.grad = None
+        self.config = config
+        return self
+
     def num_params(self, trainable_only: bool = False) -> int:
         """Number of parameters (all, or only those with `requires_grad`)."""
         return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
