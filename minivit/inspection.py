@@ -91,7 +91,9 @@ def attention_rollout(maps: torch.Tensor | Sequence[torch.Tensor], add_residual:
     return joint
 
 
-def class_token_map(attention: torch.Tensor, grid_size: int | tuple[int, int], num_prefix_tokens: int = 1) -> torch.Tensor:
+def class_token_map(
+    attention: torch.Tensor, grid_size: int | tuple[int, int], num_prefix_tokens: int = 1
+) -> torch.Tensor:
     """The [class] token's row over the patches, on the patch grid: (B, T, T) -> (B, h, w).
 
     For a rollout this is the map of Fig. 6 (before it is resized and drawn over the image). Entries are
