@@ -133,6 +133,20 @@ class ViT(nn.Module):
         x = self.blocks(self.embed(images))  # (B, N+1, D)
         return self.norm(x)  # (B, N+1, D)
 
+    def forward_tokens(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Patch embeddings (B, N, D) -> features (B, N+1, D): [class] token, E_pos, Eq. 2–3, final LayerNorm.
+
+        `forward_features(images)` equals `forward_tokens(patch_embed(images))`; masked patch prediction
+        (`minivit.mpp`) calls it on corrupted patch embeddings.
+        """
+        expected = (self.pos_embed.shape[1] - self.num_prefix_tokens, self.pos_embed.shape[2])
+        if not isinstance(tokens, torch.Tensor) or tokens.ndim != 3 or tuple(tokens.shape[1:]) != expected:
+            shape = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
+            raise ValueError(f"expected patch embeddings (B, {expected[0]}, {expected[1]}), got {shape}")
+        x = prepend_class_token(tokens, self.cls_token)  # (B, N+1, D)
+        x = self.blocks(self.pos_drop(x + self.pos_embed))  # (B, N+1, D)
+        return self.norm(x)  # (B, N+1, D)
+
     def pool(self, features: torch.Tensor) -> torch.Tensor:
         """(B, N+1, D) -> (B, D): the [class] token (Eq. 4), or the mean of the patch tokens."""
         if self.config.pool == "token":
