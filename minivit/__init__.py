@@ -19,6 +19,15 @@ from .embeddings import (
     sincos_pos_embed_2d,
 )
 from .encoder import Block, Encoder, Mlp
+from .inspection import (
+    attention_rollout,
+    class_token_map,
+    filter_principal_components,
+    mean_attention_distance,
+    pos_embed_grid_summary,
+    record_attention,
+)
+from .mpp import MaskedPatchPrediction, corrupt_patches, decode_color_code, mpp_loss, patch_color_codes
 from .patching import PatchEmbed, conv_weight_as_linear, patchify, unpatchify
 from .profile import Profile, get_profile
 from .vit import MlpHead, ViT
@@ -35,6 +44,8 @@ _LAZY = {
     "load_checkpoint": "checkpoint",
     "load_model": "checkpoint",
     "save_checkpoint": "checkpoint",
+    "LoadReport": "finetune",
+    "load_pretrained": "finetune",
 }
 
 
@@ -51,6 +62,19 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Attention",
+    "LoadReport",
+    "MaskedPatchPrediction",
+    "attention_rollout",
+    "class_token_map",
+    "corrupt_patches",
+    "decode_color_code",
+    "filter_principal_components",
+    "load_pretrained",
+    "mean_attention_distance",
+    "mpp_loss",
+    "patch_color_codes",
+    "pos_embed_grid_summary",
+    "record_attention",
     "Block",
     "Encoder",
     "History",

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from .config import ViTConfig, get_preset
-from .embeddings import init_pos_embed_, prepend_class_token
+from .embeddings import init_pos_embed_, prepend_class_token, resize_pos_embed
 from .encoder import LAYER_NORM_EPS, Encoder
 from .patching import PatchEmbed, lecun_normal_
 
@@ -124,8 +124,11 @@ class ViT(nn.Module):
             raise ValueError(
                 f"expected float images (normalise uint8 images first, e.g. minivit.data.normalize), got {images.dtype}"
             )
-        x = self.patch_embed(images)  # (B, N, D)
-        x = prepend_class_token(x, self.cls_token)  # (B, N+1, D)
+        return self._add_class_and_positions(self.patch_embed(images))  # (B, N+1, D)
+
+    def _add_class_and_positions(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Eq. 1 after E: patch embeddings (B, N, D) -> [x_class; tokens] + E_pos, then dropout (B, N+1, D)."""
+        x = prepend_class_token(tokens, self.cls_token)  # (B, N+1, D)
         return self.pos_drop(x + self.pos_embed)  # (B, N+1, D)
 
     def forward_features(self, images: torch.Tensor) -> torch.Tensor:
@@ -143,8 +146,7 @@ class ViT(nn.Module):
         if not isinstance(tokens, torch.Tensor) or tokens.ndim != 3 or tuple(tokens.shape[1:]) != expected:
             shape = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
             raise ValueError(f"expected patch embeddings (B, {expected[0]}, {expected[1]}), got {shape}")
-        x = prepend_class_token(tokens, self.cls_token)  # (B, N+1, D)
-        x = self.blocks(self.pos_drop(x + self.pos_embed))  # (B, N+1, D)
+        x = self.blocks(self._add_class_and_positions(tokens))  # (B, N+1, D)
         return self.norm(x)  # (B, N+1, D)
 
     def pool(self, features: torch.Tensor) -> torch.Tensor:
@@ -207,8 +209,6 @@ class ViT(nn.Module):
 
             model = ViT.from_preset("ViT-Ti/16").set_image_size(384)  # 14x14 -> 24x24 grid
         """
-        from .embeddings import resize_pos_embed
-
         config = replace(self.config, image_size=image_size)  # checks H, W are multiples of P
         if config.image_hw == self.config.image_hw:
             return self
