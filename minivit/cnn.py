@@ -101,7 +101,9 @@ class CifarResNet(nn.Module):
                                                            (B, widths[-1], H / 2^(S-1), W / 2^(S-1))
     avgpool (global) -> fc                                 (B, K)
 
-    Any H, W work (32 x 32 CIFAR, 28 x 28 Fashion-MNIST, 64 or 128 px). Initialised
+    (Sizes divided by 2 round up: 28 px -> 14 -> 7 -> 4.)
+
+    The defaults are ResNet-20. Any H, W work (32 x 32 CIFAR, 28 x 28 Fashion-MNIST, 64 or 128 px). Initialised
     as torchvision initialises its ResNets (`init_resnet_`); never seeded here.
     """
 
@@ -142,7 +144,7 @@ class CifarResNet(nn.Module):
         return cls(num_classes=num_classes, in_channels=in_channels, **CNN_PRESETS[name])
 
     def forward_features(self, images: torch.Tensor) -> torch.Tensor:
-        """(B, C, H, W) -> the last stage's feature map (B, widths[-1], H / 2^(S-1), W / 2^(S-1))."""
+        """(B, C, H, W) -> the last stage's feature map (B, widths[-1], H / 2^(S-1), W / 2^(S-1)), before pooling."""
         check_float_images(images, self.in_channels)
         x = self.relu(self.bn1(self.conv1(images)))  # (B, widths[0], H, W)
         for i in range(len(self.widths)):

@@ -70,7 +70,8 @@ def feature_shape(backbone: nn.Module, in_channels: int, image_size: int | tuple
             out = functional_call(backbone, meta, (x,))
     except (RuntimeError, ValueError, NotImplementedError) as e:
         raise ValueError(
-            f"the backbone failed on (B, {in_channels}, {h}, {w}) images: {e}; check in_channels and image_size"
+            f"the backbone failed on (B, {in_channels}, {h}, {w}) images: {e}; check in_channels and image_size "
+            "(the grid is measured by a forward on the meta device, which every torch.nn layer supports)"
         ) from e
     if not isinstance(out, torch.Tensor) or out.ndim != 4:
         got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
@@ -79,7 +80,7 @@ def feature_shape(backbone: nn.Module, in_channels: int, image_size: int | tuple
 
 
 class HybridEmbed(nn.Module):
-    """CNN feature map -> tokens (§3.1, "patches ... of spatial size 1x1"): (B, C, H, W) -> (B, N, D).
+    """CNN feature map -> tokens where "the patches can have spatial size 1x1" (§3.1): (B, C, H, W) -> (B, N, D).
 
         backbone: (B, C, H, W) -> (B, C', h, w)     any nn.Module returning a 4-D feature map
         proj:     1x1 Conv2d C' -> D                the projection E of Eq. 1 on 1x1 patches
