@@ -1,4 +1,4 @@
-"""The CNN baseline: shapes, pinned sizes, torchvision's blocks, resnet18_cifar = torchvision's resnet18 but the stem."""
+"""The CNN baseline: shapes, pinned sizes, torchvision's blocks; resnet18_cifar is torchvision's but the stem."""
 
 import pytest
 import torch

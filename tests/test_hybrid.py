@@ -69,7 +69,10 @@ def test_r50_s32_is_torchvision_resnet50_without_head():
 
 @pytest.mark.parametrize(
     "build, timm_name, preset",
-    [(resnet50_s16_backbone, "vit_base_r50_s16_224", "ViT-B/16"), (resnet50_s32_backbone, "vit_large_r50_s32_224", "ViT-L/16")],
+    [
+        (resnet50_s16_backbone, "vit_base_r50_s16_224", "ViT-B/16"),
+        (resnet50_s32_backbone, "vit_large_r50_s32_224", "ViT-L/16"),
+    ],
 )
 def test_r50_hybrids_match_timm(build, timm_name, preset):
     """timm's R50 hybrids (BiT ResNets: GroupNorm, standardized convs): the same grid, backbone size and ViT keys."""
@@ -93,18 +96,20 @@ def test_vit_with_hybrid_embed_forward_backward(gen):
     logits = model(x)
     assert logits.shape == (2, 10) and model.pos_embed.shape == (1, 65, 64)
     logits.square().sum().backward()
-    for name in ("patch_embed.backbone.conv1.weight", "patch_embed.proj.weight", "pos_embed", "blocks.0.attn.qkv.weight"):
+    names = ("patch_embed.backbone.conv1.weight", "patch_embed.proj.weight", "pos_embed", "blocks.0.attn.qkv.weight")
+    for name in names:
         assert model.get_parameter(name).grad.abs().sum() > 0, name
 
 
 def test_state_dict_keys_equal_plain_vit_plus_backbone():
     hybrid, plain = ViT(NANO, patch_embed=nano_embed()).state_dict(), ViT(NANO).state_dict()
     backbone = {k for k in hybrid if k.startswith("patch_embed.backbone.")}
-    assert "patch_embed.backbone.conv1.weight" in backbone and "patch_embed.backbone.layer2.0.bn2.running_mean" in backbone
+    assert {"patch_embed.backbone.conv1.weight", "patch_embed.backbone.layer2.0.bn2.running_mean"} <= backbone
     assert set(hybrid) - backbone == set(plain)
     differ = {k for k in plain if hybrid[k].shape != plain[k].shape}
     assert differ == {"patch_embed.proj.weight"}
-    assert hybrid["patch_embed.proj.weight"].shape == (64, 64, 1, 1) and plain["patch_embed.proj.weight"].shape == (64, 3, 4, 4)
+    assert hybrid["patch_embed.proj.weight"].shape == (64, 64, 1, 1)  # C' = 64 -> D = 64, 1 x 1
+    assert plain["patch_embed.proj.weight"].shape == (64, 3, 4, 4)
 
 
 def test_vit_initialisation_keeps_backbone_and_lecun_inits_proj():
