@@ -1,0 +1,189 @@
+"""HybridEmbed: token grids, the ViT around it, row-major tokens, set_image_size, errors; the R50 variants vs timm."""
+
+import pytest
+import torch
+import torchvision
+from torch import nn
+from torchvision.models.resnet import BasicBlock, Bottleneck
+
+from minivit import ViT, get_preset
+from minivit.hybrid import (
+    RESNET50_BLOCKS,
+    HybridEmbed,
+    feature_shape,
+    resnet50_s16_backbone,
+    resnet50_s32_backbone,
+    resnet_s4_backbone,
+    resnet_s16_backbone,
+)
+from tests.conftest import randomize_
+
+NANO = get_preset("ViT-Nano/4")  # 32 px, D = 64, patch 4 -> 8 x 8 tokens
+
+
+def nano_embed(image_size=32) -> HybridEmbed:
+    return HybridEmbed(resnet_s4_backbone(), image_size=image_size, in_channels=3, dim=NANO.dim)
+
+
+def stage_blocks(backbone: nn.Module) -> list[list[type]]:
+    return [[type(b) for b in m] for n, m in backbone.named_children() if n.startswith("layer")]
+
+
+@pytest.mark.parametrize(
+    "build, in_channels, size, grid, channels",
+    [
+        (resnet_s4_backbone, 3, 32, (8, 8), 64),  # CIFAR-10: N = 64, like patch 4
+        (resnet_s4_backbone, 1, 28, (7, 7), 64),  # Fashion-MNIST
+        (resnet_s16_backbone, 3, 128, (8, 8), 64),  # Imagenette: like patch 16
+    ],
+)
+def test_small_backbones_token_grid(gen, build, in_channels, size, grid, channels):
+    embed = HybridEmbed(build(in_channels), image_size=size, in_channels=in_channels, dim=24)
+    assert embed.image_size == (size, size) and embed.grid_size == grid and embed.feature_dim == channels
+    assert embed.num_patches == grid[0] * grid[1]
+    tokens = embed(torch.randn(1, in_channels, size, size, generator=gen))
+    assert tokens.shape == (1, grid[0] * grid[1], 24)
+    assert all(b is BasicBlock for stage in stage_blocks(embed.backbone) for b in stage)
+
+
+@pytest.mark.parametrize(
+    "build, grid, channels, blocks",
+    [(resnet50_s16_backbone, (14, 14), 1024, (3, 4, 9)), (resnet50_s32_backbone, (7, 7), 2048, (3, 4, 6, 3))],
+)
+def test_r50_token_grids_and_blocks(build, grid, channels, blocks):
+    with torch.device("meta"):
+        embed = HybridEmbed(build(), image_size=224, in_channels=3, dim=768)
+    assert embed.grid_size == grid and embed.num_patches == grid[0] * grid[1] and embed.feature_dim == channels
+    stages = stage_blocks(embed.backbone)
+    assert tuple(len(s) for s in stages) == blocks
+    assert all(b is Bottleneck for s in stages for b in s)
+    assert sum(len(s) for s in stages) == sum(RESNET50_BLOCKS) == 16  # option (ii) keeps ResNet-50's 16 blocks
+
+
+def test_r50_s32_is_torchvision_resnet50_without_head():
+    with torch.device("meta"):
+        ours, ref = resnet50_s32_backbone(), torchvision.models.resnet50()
+    expected = {k: v.shape for k, v in ref.state_dict().items() if not k.startswith("fc.")}
+    assert {k: v.shape for k, v in ours.state_dict().items()} == expected
+
+
+@pytest.mark.parametrize(
+    "build, timm_name, preset",
+    [
+        (resnet50_s16_backbone, "vit_base_r50_s16_224", "ViT-B/16"),
+        (resnet50_s32_backbone, "vit_large_r50_s32_224", "ViT-L/16"),
+    ],
+)
+def test_r50_hybrids_match_timm(build, timm_name, preset):
+    """timm's R50 hybrids (BiT ResNets: GroupNorm, standardized convs): the same grid, backbone size and ViT keys."""
+    timm = pytest.importorskip("timm")
+    with torch.device("meta"):  # one encoder block is enough to compare names
+        ref = timm.create_model(timm_name, pretrained=False, num_classes=1000, depth=1)
+        config = get_preset(preset, num_classes=1000, depth=1)
+        ours = ViT(config, patch_embed=HybridEmbed(build(), image_size=224, in_channels=3, dim=config.dim))
+    assert ours.patch_embed.grid_size == tuple(ref.patch_embed.grid_size)
+    assert ours.patch_embed.feature_dim == ref.patch_embed.feature_dim
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    assert count(ours.patch_embed.backbone) == count(ref.patch_embed.backbone)
+    rest = lambda m: {k: v.shape for k, v in m.state_dict().items() if ".backbone." not in k}  # noqa: E731
+    assert rest(ours) == rest(ref)
+
+
+def test_vit_with_hybrid_embed_forward_backward(gen):
+    model = ViT(NANO, patch_embed=nano_embed())
+    randomize_(model.head)  # the zero-initialised head would stop every gradient before it
+    x = torch.randn(2, 3, 32, 32, generator=gen)
+    logits = model(x)
+    assert logits.shape == (2, 10) and model.pos_embed.shape == (1, 65, 64)
+    logits.square().sum().backward()
+    names = ("patch_embed.backbone.conv1.weight", "patch_embed.proj.weight", "pos_embed", "blocks.0.attn.qkv.weight")
+    for name in names:
+        assert model.get_parameter(name).grad.abs().sum() > 0, name
+
+
+def test_state_dict_keys_equal_plain_vit_plus_backbone():
+    hybrid, plain = ViT(NANO, patch_embed=nano_embed()).state_dict(), ViT(NANO).state_dict()
+    backbone = {k for k in hybrid if k.startswith("patch_embed.backbone.")}
+    assert {"patch_embed.backbone.conv1.weight", "patch_embed.backbone.layer2.0.bn2.running_mean"} <= backbone
+    assert set(hybrid) - backbone == set(plain)
+    differ = {k for k in plain if hybrid[k].shape != plain[k].shape}
+    assert differ == {"patch_embed.proj.weight"}
+    assert hybrid["patch_embed.proj.weight"].shape == (64, 64, 1, 1)  # C' = 64 -> D = 64, 1 x 1
+    assert plain["patch_embed.proj.weight"].shape == (64, 3, 4, 4)
+
+
+def test_vit_initialisation_keeps_backbone_and_lecun_inits_proj():
+    embed = nano_embed()
+    before = {k: v.clone() for k, v in embed.backbone.state_dict().items()}
+    ViT(NANO, patch_embed=embed)
+    after = embed.backbone.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)  # reset_parameters touches no conv or BatchNorm
+    std = embed.proj.weight.std().item()  # LeCun normal over fan_in = C' = 64 (PyTorch's default: 0.072)
+    assert abs(std * 64**0.5 - 1) < 0.1 and torch.all(embed.proj.bias == 0)
+
+
+def test_tokens_are_proj_of_backbone_flattened_row_major(gen):
+    embed = HybridEmbed(resnet_s4_backbone(), image_size=(32, 48), in_channels=3, dim=16).eval()
+    randomize_(embed.proj)
+    x = torch.randn(2, 3, 32, 32 + 16, generator=gen)
+    with torch.no_grad():
+        features = embed.backbone(x)  # (2, 64, 8, 12)
+        tokens = embed(x)
+    w, b = embed.proj.weight[:, :, 0, 0], embed.proj.bias  # (16, 64), (16,)
+    for i, j in [(0, 0), (0, 11), (1, 0), (7, 5), (7, 11)]:
+        torch.testing.assert_close(tokens[:, i * 12 + j], features[:, :, i, j] @ w.T + b)
+    assert tokens.shape == (2, 96, 16)
+
+
+def test_set_image_size_non_square(gen):
+    embed = nano_embed()
+    embed.set_image_size((32, 48))
+    assert embed.image_size == (32, 48) and embed.grid_size == (8, 12) and embed.num_patches == 96
+    assert embed(torch.randn(1, 3, 32, 48, generator=gen)).shape == (1, 96, 64)
+    with pytest.raises(ValueError, match=r"expects \(64, 8, 12\), as for 32x48 images"):
+        embed(torch.randn(1, 3, 32, 32, generator=gen))
+    embed.set_image_size(32)
+    assert embed.image_size == (32, 32) and embed.grid_size == (8, 8) and embed.num_patches == 64
+
+
+def test_grid_is_measured_not_assumed():
+    assert feature_shape(resnet_s4_backbone(), 3, (30, 31)) == (64, 8, 8)  # stride-2 convs round up
+    assert feature_shape(nn.Conv2d(2, 5, kernel_size=3, stride=3), 2, 12) == (5, 4, 4)
+    assert feature_shape(nn.Identity(), 4, (3, 5)) == (4, 3, 5)
+
+
+def test_shape_probe_changes_nothing():
+    backbone = resnet_s4_backbone()
+    before = {k: v.clone() for k, v in backbone.state_dict().items()}
+    HybridEmbed(backbone, image_size=32, in_channels=3, dim=8)
+    assert backbone.training and all(torch.equal(before[k], v) for k, v in backbone.state_dict().items())
+
+
+def test_forward_errors(gen):
+    embed = nano_embed()
+    with pytest.raises(ValueError, match=r"turned 64x64 images into a \(64, 16, 16\) feature map, but this embedding "
+                                         r"expects \(64, 8, 8\), as for 32x32 images; resize the images to 32x32 "
+                                         r"or call set_image_size\(\(64, 64\)\)"):
+        embed(torch.randn(1, 3, 64, 64, generator=gen))
+    with pytest.raises(ValueError, match=r"expected 3 channels \(B, 3, H, W\), got shape \(1, 1, 32, 32\)"):
+        embed(torch.randn(1, 1, 32, 32, generator=gen))
+    with pytest.raises(ValueError, match=r"expected a 4-D tensor"):
+        embed(torch.randn(3, 32, 32, generator=gen))
+    with pytest.raises(ValueError, match=r"expected 3 channels"):
+        ViT(NANO, patch_embed=nano_embed())(torch.randn(1, 1, 32, 32, generator=gen))
+    embed.backbone = nn.Sequential(embed.backbone, nn.Flatten(2))  # a backbone changed after construction
+    with pytest.raises(ValueError, match=r"4-D feature map \(B, C', h, w\), got \(1, 64, 64\)"):
+        embed(torch.randn(1, 3, 32, 32, generator=gen))
+
+
+def test_construction_errors():
+    with pytest.raises(ValueError, match=r"4-D feature map \(B, C', h, w\), got \(2, 4096\)"):
+        HybridEmbed(nn.Sequential(resnet_s4_backbone(), nn.Flatten()), image_size=32, in_channels=3, dim=8)
+    with pytest.raises(ValueError, match=r"backbone failed on \(B, 1, 32, 32\) images: .*check in_channels"):
+        HybridEmbed(resnet_s4_backbone(in_channels=3), image_size=32, in_channels=1, dim=8)
+    with pytest.raises(ValueError, match="expected the backbone to be an nn.Module, got function"):
+        HybridEmbed(resnet_s4_backbone, image_size=32, in_channels=3, dim=8)
+    with pytest.raises(ValueError, match="dim must be a positive int, got 0"):
+        HybridEmbed(resnet_s4_backbone(), image_size=32, in_channels=3, dim=0)
+    with pytest.raises(ValueError, match="positive image size"):
+        nano_embed().set_image_size((0, 32))
