@@ -34,8 +34,9 @@ from .vit import MlpHead, ViT
 
 __version__ = "0.1.0"
 
-# Training and checkpoint names load on first use, so `python -m minivit.train` and
-# `python -m minivit.data` run their module once (no runpy double-import warning).
+# Training, checkpoint, fine-tuning and torchvision-based names (CNN, hybrid) load on first use: `python -m
+# minivit.train` and `python -m minivit.data` run their module once (no runpy double-import warning), and
+# `import minivit` does not pay for importing torchvision.
 _LAZY = {
     "History": "train",
     "evaluate": "train",
@@ -46,6 +47,15 @@ _LAZY = {
     "save_checkpoint": "checkpoint",
     "LoadReport": "finetune",
     "load_pretrained": "finetune",
+    "CNN_PRESETS": "cnn",
+    "CifarResNet": "cnn",
+    "list_cnn_presets": "cnn",
+    "resnet18_cifar": "cnn",
+    "HybridEmbed": "hybrid",
+    "resnet50_s16_backbone": "hybrid",
+    "resnet50_s32_backbone": "hybrid",
+    "resnet_s16_backbone": "hybrid",
+    "resnet_s4_backbone": "hybrid",
 }
 
 
@@ -62,6 +72,15 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Attention",
+    "CNN_PRESETS",
+    "CifarResNet",
+    "HybridEmbed",
+    "list_cnn_presets",
+    "resnet18_cifar",
+    "resnet50_s16_backbone",
+    "resnet50_s32_backbone",
+    "resnet_s16_backbone",
+    "resnet_s4_backbone",
     "LoadReport",
     "MaskedPatchPrediction",
     "attention_rollout",

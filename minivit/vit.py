@@ -128,6 +128,11 @@ class ViT(nn.Module):
 
     def _add_class_and_positions(self, tokens: torch.Tensor) -> torch.Tensor:
         """Eq. 1 after E: patch embeddings (B, N, D) -> [x_class; tokens] + E_pos, then dropout (B, N+1, D)."""
+        n = self.pos_embed.shape[1] - self.num_prefix_tokens
+        if tokens.shape[-1] != self.config.dim or tokens.shape[1] != n:
+            raise ValueError(f"expected patch embeddings (B, {n}, {self.config.dim}) to match pos_embed, got "
+                             f"{tuple(tokens.shape)}; build the patch embedding with dim={self.config.dim} for the "
+                             "model's image size (or change both with model.set_image_size)")
         x = prepend_class_token(tokens, self.cls_token)  # (B, N+1, D)
         return self.pos_drop(x + self.pos_embed)  # (B, N+1, D)
 

@@ -123,3 +123,10 @@ def test_attention_maps_are_taken_in_eval_mode(gen):
     a, b = model.attention_maps(x), model.attention_maps(x)
     assert all(torch.equal(u, v) for u, v in zip(a, b))  # no dropout: the same maps twice
     assert model.training  # mode restored
+
+
+def test_patch_embedding_of_the_wrong_width_is_a_clear_error(gen):
+    from minivit import PatchEmbed
+    model = ViT(SMALL, patch_embed=PatchEmbed(32, 8, 3, dim=48))  # config.dim is 32
+    with pytest.raises(ValueError, match=r"expected patch embeddings \(B, 16, 32\).*got \(2, 16, 48\).*dim=32"):
+        model(torch.randn(2, 3, 32, 32, generator=gen))
