@@ -10,7 +10,7 @@ import torch
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
-from minivit.viz import plot_attention_matrix, plot_predictions
+from minivit.viz import plot_attention_matrix, plot_attention_on_images, plot_predictions
 
 
 @pytest.fixture(autouse=True)
@@ -77,3 +77,25 @@ def test_plot_predictions_bad_input(gen):
         plot_predictions(images, torch.tensor([0]), torch.tensor([0, 1]), ["a", "b"])
     with pytest.raises(ValueError, match="class indices in \\[0, 2\\)"):
         plot_predictions(images, torch.tensor([0, 2]), torch.tensor([0, 1]), ["a", "b"])
+
+
+def test_attention_on_images_one_row_per_map_set_and_one_scale(gen):
+    images = torch.randint(0, 256, (3, 1, 28, 28), dtype=torch.uint8, generator=gen)
+    maps = torch.rand(2, 3, 4, 4, generator=gen)  # 2 rows of maps (e.g. before / after) for 3 images
+    fig = plot_attention_on_images(images, maps, titles=["a", "b", "c"], row_labels=["init", "trained"])
+    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert len(panels) == 3 * 3 and [ax.get_title() for ax in panels[:3]] == ["a", "b", "c"]
+    assert panels[3].get_ylabel() == "init" and panels[6].get_ylabel() == "trained"
+    overlay = panels[4].get_images()[1]  # row "init", image "b": the map drawn on top of the grey image
+    assert overlay.get_array().shape == (4, 4) and torch.allclose(torch.tensor(overlay.get_array()), maps[0, 1])
+    assert overlay.get_extent() == [-0.5, 27.5, 27.5, -0.5]  # stretched over the whole 28 x 28 image
+    clims = {ax.get_images()[1].get_clim() for ax in panels[3:]}
+    assert clims == {(0.0, maps.max().item())}  # one colour scale for all maps
+    assert sum(ax.get_label() == "<colorbar>" for ax in fig.axes) == 1
+
+
+def test_attention_on_images_refuses_mismatched_inputs(gen):
+    with pytest.raises(ValueError, match=r"same B images"):
+        plot_attention_on_images(torch.rand(3, 3, 8, 8), torch.rand(2, 2, 2))
+    with pytest.raises(ValueError, match="expected 2 titles"):
+        plot_attention_on_images(torch.rand(2, 3, 8, 8), torch.rand(2, 2, 2), titles=["x"])

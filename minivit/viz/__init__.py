@@ -1,0 +1,31 @@
+"""Figures for the course. Every function only draws what it is given and returns a matplotlib Figure.
+
+Figures are made with pyplot, so a notebook shows them at the end of the cell; write
+`_ = history.plot()` (nbval ignores a trailing `;`) and `plt.close(fig)` in scripts.
+
+One module per topic, each naming the notebook that introduces it; everything is importable from
+`minivit.viz`:
+
+- `patches` (01): `plot_patch_grid`, `plot_patch_sequence`, `plot_patch_size_cost`, `plot_patch_filters`
+- `positions` (02): `plot_pos_embed_similarity`, `plot_grid_maps`
+- `attention` (03): `plot_attention_matrix`, `plot_attention_on_images`
+- `training` (03): `plot_history`, `plot_predictions`
+"""
+
+from .attention import plot_attention_matrix, plot_attention_on_images
+from .patches import plot_patch_filters, plot_patch_grid, plot_patch_sequence, plot_patch_size_cost
+from .positions import plot_grid_maps, plot_pos_embed_similarity
+from .training import plot_history, plot_predictions
+
+__all__ = [
+    "plot_attention_matrix",
+    "plot_attention_on_images",
+    "plot_grid_maps",
+    "plot_history",
+    "plot_patch_filters",
+    "plot_patch_grid",
+    "plot_patch_sequence",
+    "plot_patch_size_cost",
+    "plot_pos_embed_similarity",
+    "plot_predictions",
+]
