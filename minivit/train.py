@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field, fields
 from functools import partial
 from pathlib import Path
 
@@ -45,87 +44,10 @@ from tqdm.auto import tqdm
 
 from . import checkpoint as ckpt
 from . import data as mdata
+from .history import History
+from .optim import budget_lr_factor, lr_factor, param_groups
 
-_METRICS = ("epoch", "train_loss", "train_acc", "val_loss", "val_acc", "lr", "images_per_s", "epoch_time")
-
-
-@dataclass
-class History:
-    """Per-epoch metrics of a run; `val_*` are None without a validation set. JSON-friendly."""
-
-    epoch: list = field(default_factory=list)  # 1-based epoch number
-    train_loss: list = field(default_factory=list)  # mean training loss (with label smoothing)
-    train_acc: list = field(default_factory=list)  # training top-1 accuracy, on augmented images
-    val_loss: list = field(default_factory=list)  # validation cross-entropy (no smoothing)
-    val_acc: list = field(default_factory=list)  # validation top-1 accuracy
-    lr: list = field(default_factory=list)  # learning rate of the epoch's last step
-    images_per_s: list = field(default_factory=list)  # training throughput, all ranks together
-    epoch_time: list = field(default_factory=list)  # seconds of training (validation excluded)
-    stopped: str | None = None  # why the run ended before `epochs` ("time budget", ...) or None
-    step_lr: list = field(default_factory=list)  # learning rate of every optimizer step, in order
-    steps_per_epoch: int | None = None  # optimizer steps in a full epoch (to place step_lr on the epoch axis)
-
-    def append(self, **row) -> None:
-        for k in _METRICS:
-            getattr(self, k).append(row[k])
-
-    def __len__(self) -> int:
-        return len(self.epoch)
-
-    def rows(self) -> list[dict]:
-        return [{k: getattr(self, k)[i] for k in _METRICS} for i in range(len(self))]
-
-    @property
-    def final(self) -> dict:
-        """The last epoch's metrics."""
-        if not len(self):
-            raise ValueError("history is empty: no epoch has finished")
-        return self.rows()[-1]
-
-    def best(self, metric: str = "val_acc") -> dict:
-        """The epoch with the highest `metric` (lowest for a `*loss`)."""
-        if metric not in _METRICS[1:]:
-            raise ValueError(f"unknown metric {metric!r}; expected one of {_METRICS[1:]}")
-        rows = [r for r in self.rows() if r[metric] is not None]
-        if not rows:
-            raise ValueError(f"history has no {metric} values (no epochs, or no validation set)")
-        sign = 1 if metric.endswith("loss") else -1
-        return min(rows, key=lambda r: sign * r[metric])
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "History":
-        unknown = set(d) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ValueError(f"unknown History fields {sorted(unknown)}; expected {[f.name for f in fields(cls)]}")
-        return cls(**{k: list(v) if isinstance(v, (list, tuple)) else v for k, v in d.items()})
-
-    def plot(self, **kwargs):
-        """Loss, accuracy and learning-rate curves (a matplotlib Figure, drawn by `minivit.viz.plot_history`)."""
-        from .viz import plot_history
-        return plot_history(self, **kwargs)
-
-
-def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    """AdamW groups: decay on weight matrices; none on norms, biases, [class] token, position embeddings."""
-    skip = set(getattr(model, "no_weight_decay", lambda: set())())
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        if p.requires_grad:
-            plain = name.split(".")[-1]
-            (no_decay if p.ndim <= 1 or name in skip or plain in ("cls_token", "pos_embed") else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-
-
-def lr_factor(step: int, total_steps: int, warmup_steps: int) -> float:
-    """Multiplier of the base lr at `step`: linear warm-up 1/w .. 1 over `warmup_steps`, then cosine to 0."""
-    if step < warmup_steps:
-        return (step + 1) / warmup_steps
-    progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
-    return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
-
+__all__ = ["History", "evaluate", "fit", "lr_factor", "budget_lr_factor", "param_groups", "predict"]
 
 def _unpack(data, normalize=None):
     """ImageDataset or (images, labels) -> (images (N, C, H, W), labels (N,), normalising function)."""
@@ -157,6 +79,33 @@ def _all_sum(values: list[float], device) -> list[float]:
 
 def _autocast(device: torch.device):
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+
+class _TransformedImages(torch.utils.data.Dataset):
+    """One uint8 image (C, H, W) through a per-image `transform`, with its label (for DataLoader workers)."""
+
+    def __init__(self, images, labels, transform):
+        self.images, self.labels, self.transform = images, labels, transform
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, i):
+        return self.transform(self.images[i]), self.labels[i]
+
+
+class _EpochBatches:
+    """Batch sampler: this rank's share of every batch of the current epoch's `order` (set before each epoch)."""
+
+    def __init__(self, batch_size, steps, rank, world):
+        self.batch_size, self.steps, self.rank, self.world, self.order = batch_size, steps, rank, world, None
+
+    def __len__(self):
+        return self.steps
+
+    def __iter__(self):
+        for step in range(self.steps):
+            yield self.order[step * self.batch_size:(step + 1) * self.batch_size][self.rank::self.world]  # (b,)
 
 
 @torch.no_grad()
@@ -204,14 +153,22 @@ def predict(model: nn.Module, data, batch_size: int = 512, device=None, *, norma
 
 def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128, lr: float = 1e-3,
         weight_decay: float = 0.05, warmup_epochs: float = 1.0, label_smoothing: float = 0.0,
-        clip_grad: float | None = 1.0, augment=None, normalize=None, device=None, compile: bool = False,
+        clip_grad: float | None = 1.0, augment=None, transform=None, workers: int = 0, mix=None,
+        normalize=None, device=None, compile: bool = False,
         seed: int | None = 0, checkpoint=None, resume: bool = False, progress: bool = True,
-        time_budget: float | None = None, eval_batch_size: int = 512, on_epoch_end=None) -> History:
+        time_budget: float | None = None, schedule: str = "epochs", eval_batch_size: int = 512,
+        on_epoch_end=None) -> History:
     """Train `model` in place for `epochs` epochs; return the run's `History`.
 
     train, val: ImageDataset or (images, labels) (see the module docstring); `normalize` overrides
         the normalising function for both. augment: callable on a uint8 batch (B, C, H, W) on the
         device, e.g. `minivit.data.make_augment("cifar10")`, or None.
+    transform: per-image augmentation, a callable on one uint8 image (C, H, W) on the CPU, e.g.
+        `minivit.augment.rand_augment("cifar10")`; it runs in `workers` DataLoader processes (0: in this
+        one), seeded from `seed`, so the run is reproducible for a given number of workers.
+    mix: batch mixing after normalisation, `(x (B, C, H, W) float, y (B,)) -> (x, soft targets (B, K))` on
+        the device, e.g. `minivit.augment.mixup_cutmix(10)`; the loss then uses the soft targets and the
+        training accuracy counts the dominant one.
     warmup_epochs: linear warm-up length (fractions allowed), then cosine decay to 0 at `epochs`.
     clip_grad: max global gradient norm, or None. device: default CUDA > MPS > CPU.
     seed: seeds torch's global RNG with `seed + rank` (dropout and augmentation draw from it) and a
@@ -220,12 +177,21 @@ def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128
         from `checkpoint` if it exists (model, optimizer, schedule, history, RNG); `epochs` is the
         run's total length, so resuming a 4-epoch run stopped after 2 reproduces the straight run.
     time_budget: seconds after which no more steps are taken (the partial epoch is recorded).
+    schedule: "epochs" -- the warm-up and cosine run over `epochs` epochs of steps (reproducible: the same
+        steps on any machine; a time budget only cuts it short); "budget" -- they run on the clock over
+        `time_budget` seconds (the warm-up takes the fraction warmup_epochs / epochs of it), so the
+        learning rate reaches 0 when the budget is spent, on a fast machine or a slow one; `epochs` is
+        then only an upper bound. "budget" cannot resume.
     on_epoch_end: called with the History after each epoch; returning True stops the run.
     A non-finite loss raises FloatingPointError. The model ends in the train/eval mode it started in.
     """
     from .profile import default_device
     if epochs < 1 or batch_size < 1:
         raise ValueError(f"epochs and batch_size must be >= 1, got {epochs} and {batch_size}")
+    if schedule not in ("epochs", "budget"):
+        raise ValueError(f"schedule must be 'epochs' or 'budget', got {schedule!r}")
+    if schedule == "budget" and (time_budget is None or time_budget <= 0 or resume):
+        raise ValueError("schedule='budget' needs a positive time_budget (seconds) and cannot resume")
     rank, world = _dist()
     if batch_size % world:
         raise ValueError(f"batch_size {batch_size} must be divisible by the number of processes {world}")
@@ -234,7 +200,9 @@ def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128
     k = getattr(getattr(model, "config", None), "num_classes", None)
     if k is not None and int(labels.max()) >= k:
         raise ValueError(f"labels go up to {int(labels.max())} but the model has num_classes={k}")
-    if device.type == "cuda":  # the whole uint8 set fits on a GPU; no host->device copy per batch
+    if workers < 0 or (workers and transform is None):
+        raise ValueError(f"workers must be >= 0 and needs a per-image transform, got workers={workers}")
+    if device.type == "cuda" and transform is None:  # the whole uint8 set fits on a GPU; no copy per batch
         images, labels = images.to(device), labels.to(device)
     model.to(device)
     was_training = model.training
@@ -246,7 +214,10 @@ def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128
     steps_per_epoch = math.ceil(n / batch_size)
     total, warmup = epochs * steps_per_epoch, round(warmup_epochs * steps_per_epoch)
     optimizer = torch.optim.AdamW(param_groups(model, weight_decay), lr=lr)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, total, warmup))
+    clock = [0.0]  # budget schedule: the fraction of the time budget spent, updated after every step
+    factor = ((lambda s: budget_lr_factor(clock[0], warmup_epochs / epochs)) if schedule == "budget"
+              else (lambda s: lr_factor(s, total, warmup)))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
     run = {"batch_size": batch_size, "n_train": len(labels), "world_size": world}
     history, start = History(steps_per_epoch=steps_per_epoch), 0
     if resume and checkpoint is not None and Path(checkpoint).exists():
@@ -254,6 +225,11 @@ def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128
         history, start = History.from_dict(state["history"]), state["epoch"]
         history.stopped = None  # the run goes on
         ckpt.set_rng_state(state["rng"], gen)
+    sampler = _EpochBatches(batch_size, steps_per_epoch, rank, world)
+    loader = None if transform is None else torch.utils.data.DataLoader(
+        _TransformedImages(images, labels, transform), batch_sampler=sampler, num_workers=workers,
+        pin_memory=device.type == "cuda", persistent_workers=workers > 0,
+        generator=torch.Generator().manual_seed((seed or 0) * 1000 + rank))  # seeds the workers
     net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
     net = torch.compile(net) if compile else net
     t0, check_every = time.perf_counter(), 1 if device.type == "cpu" else 25
@@ -262,31 +238,39 @@ def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128
         net.train()
         bar.set_description(f"epoch {epoch + 1}/{epochs}")
         order = torch.randperm(len(labels), generator=gen)
-        order = torch.cat([order, order[:n - len(order)]])  # (n,)
+        sampler.order = torch.cat([order, order[:n - len(order)]])  # (n,)
+        batches = loader if loader is not None else ((images[i], labels[i]) for i in (
+            idx.to(images.device) for idx in sampler))
         sums = torch.zeros(3, dtype=torch.float64, device=device)  # loss * b, correct, b
+        grad_norms = []  # (steps,) 0-d tensors, read once per epoch (no device sync per step)
         t_epoch = time.perf_counter()
-        for step in range(steps_per_epoch):
-            idx = order[step * batch_size:(step + 1) * batch_size][rank::world].to(images.device)
-            x, y = images[idx].to(device, non_blocking=True), labels[idx].to(device, non_blocking=True)
+        for step, (x, y) in enumerate(batches):
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)  # (b, C, H, W) uint8, (b,)
             x = norm(augment(x) if augment is not None else x)  # (b, C, H, W) float
+            target = y if mix is None else mix(x, y)  # (b,) labels, or soft targets (b, K) after mixing
+            if mix is not None:
+                x, target = target
+                y = target.argmax(-1)  # (b,): the dominant class, for the training accuracy
             with _autocast(device):
                 logits = net(x)  # (b, K)
-            loss = F.cross_entropy(logits.float(), y, label_smoothing=label_smoothing)
+            loss = F.cross_entropy(logits.float(), target, label_smoothing=label_smoothing)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            if clip_grad:
-                nn.utils.clip_grad_norm_(model.parameters(), clip_grad)
+            grad_norms.append(nn.utils.clip_grad_norm_(model.parameters(), clip_grad or float("inf")).detach())
             step_lr = optimizer.param_groups[0]["lr"]
             history.step_lr.append(step_lr)
             optimizer.step()
+            elapsed = time.perf_counter() - t0
+            if time_budget is not None and world > 1:  # every rank stops at the same step, with the same lr
+                elapsed = _all_sum([elapsed], device)[0] / world
+            if schedule == "budget":
+                clock[0] = min(1.0, elapsed / time_budget)
             scheduler.step()
             sums[0] += loss.detach() * len(y)
             sums[1] += (logits.argmax(-1) == y).sum()
             sums[2] += len(y)
             last = step == steps_per_epoch - 1
-            over = time_budget is not None and time.perf_counter() - t0 > time_budget
-            if time_budget is not None and world > 1:  # every rank must stop at the same step
-                over = _all_sum([float(over)], device)[0] > 0
+            over = time_budget is not None and elapsed > time_budget
             if (step + 1) % check_every == 0 or last or over:
                 if not torch.isfinite(sums[0]):
                     raise FloatingPointError(
@@ -301,6 +285,7 @@ def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         seconds = time.perf_counter() - t_epoch
+        history.step_grad_norm.extend(torch.stack(grad_norms).float().tolist())
         loss_sum, correct, count = _all_sum(sums.tolist(), device)
         v = (evaluate(model, val, eval_batch_size, device, normalize=normalize, distributed=world > 1)
              if val is not None else {"loss": None, "acc": None})

@@ -180,3 +180,46 @@ def test_history_round_trip_best_final_plot():
     no_val = fit(tiny_model(), (x, y), epochs=1, batch_size=32, device="cpu", progress=False)
     assert no_val.val_acc == [None]
     plt.close(no_val.plot())
+
+
+def test_budget_schedule_runs_the_lr_on_the_clock():
+    from minivit.train import budget_lr_factor
+    assert budget_lr_factor(0.05, 0.1) == pytest.approx(0.5) and budget_lr_factor(0.1, 0.1) == pytest.approx(1.0)
+    assert budget_lr_factor(0.55, 0.1) == pytest.approx(0.5) and budget_lr_factor(1.0, 0.1) == pytest.approx(0.0)
+    x, y = synthetic(64)
+    h = fit(tiny_model(), (x, y), epochs=10_000, batch_size=16, lr=1e-2, warmup_epochs=1000, device="cpu",
+            progress=False, time_budget=1.0, schedule="budget")  # warm-up: 10% of the budget
+    assert h.stopped and "time budget" in h.stopped  # the budget, not the epochs, ended it
+    lrs = torch.tensor(h.step_lr)
+    assert lrs[0] < 0.3e-2 and lrs.max() > 0.9e-2  # warmed up to the base lr ...
+    assert lrs[-1] < 0.1e-2  # ... and decayed to about 0 when the budget was spent
+    peak = int(lrs.argmax())
+    assert peak < 0.3 * len(lrs) and (lrs[peak:].diff() <= 1e-12).all()  # a monotone decay after the warm-up
+
+
+def test_budget_schedule_needs_a_budget_and_cannot_resume(tmp_path):
+    x, y = synthetic(16)
+    with pytest.raises(ValueError, match="schedule must be 'epochs' or 'budget'"):
+        fit(tiny_model(), (x, y), epochs=1, device="cpu", progress=False, schedule="time")
+    with pytest.raises(ValueError, match="needs a positive time_budget"):
+        fit(tiny_model(), (x, y), epochs=1, device="cpu", progress=False, schedule="budget")
+    with pytest.raises(ValueError, match="cannot resume"):
+        fit(tiny_model(), (x, y), epochs=1, device="cpu", progress=False, schedule="budget", time_budget=1.0,
+            checkpoint=tmp_path / "c.pt", resume=True)
+
+
+def test_per_image_transform_in_workers_and_mixing_are_reproducible():
+    from minivit.augment import mixup_cutmix
+    x, y = synthetic(48)
+
+    def transform(img):  # a per-image random shift, drawn from torch's RNG (per worker)
+        return torch.roll(img, shifts=int(torch.randint(-1, 2, (1,))), dims=-1)
+    runs = [fit(tiny_model(), (x, y), epochs=2, batch_size=16, transform=transform, workers=w,
+                mix=mixup_cutmix(3), device="cpu", progress=False, seed=0) for w in (0, 0, 2, 2)]
+    same = lambda a, b: a.train_loss == b.train_loss and a.step_grad_norm == b.step_grad_norm  # timings differ
+    assert same(runs[0], runs[1]) and same(runs[2], runs[3])  # same seed and number of workers: the same run
+    assert not same(runs[0], runs[2])  # the workers draw their own random numbers
+    assert all(0 < r.final["train_acc"] <= 1 and r.final["train_loss"] > 0 for r in runs)
+    assert len(runs[0].step_grad_norm) == 2 * 3 and all(g > 0 for g in runs[0].step_grad_norm)
+    with pytest.raises(ValueError, match="needs a per-image transform"):
+        fit(tiny_model(), (x, y), epochs=1, workers=2, device="cpu", progress=False)
