@@ -1,9 +1,13 @@
-"""Train-time augmentation on whole batches, on the batch's device: random crop and flip.
+"""Train-time augmentation: random crop and flip on whole batches, on the batch's device; and, for the full
+profile, per-image RandAugment and batch MixUp/CutMix, using torchvision's implementations.
 
-No per-image Python loop: a crop is one gather with a random offset per image, a flip one
-`torch.where`. Reproducible from a `torch.Generator`. `minivit.data` re-exports these names.
+The batched crop and flip have no per-image Python loop: a crop is one gather with a random offset per
+image, a flip one `torch.where`; reproducible from a `torch.Generator`. `minivit.data` re-exports them.
+`rand_augment` is a per-image pipeline for `fit(transform=..., workers=...)` (DataLoader worker
+processes on the CPU); `mixup_cutmix` mixes a normalised batch on the device (`fit(mix=...)`).
 
-Introduced in 03_transformer_encoder.ipynb (used by `minivit.train.fit`).
+Introduced in 03_transformer_encoder.ipynb (used by `minivit.train.fit`); the strong augmentation in
+04_training_a_vit.ipynb.
 
 Shape legend: B batch, C channels, H W height width.
 """
@@ -57,6 +61,7 @@ class Augment:
 
 
 _BASIC_PADDING = {"cifar10": 4, "fashion-mnist": 2, "imagenette": 16}  # 1/8 of the side
+_SIDE = {"cifar10": 32, "fashion-mnist": 28, "imagenette": 128}  # image side in pixels
 
 
 POLICIES = ("basic", "flip", "none")
@@ -74,3 +79,31 @@ def make_augment(name: str, policy: str = "basic") -> Augment:
         raise ValueError(f"unknown augmentation policy {policy!r}; expected one of {POLICIES}")
     return {"basic": Augment(padding=_BASIC_PADDING[name], flip=True), "flip": Augment(flip=True),
             "none": Augment()}[policy]
+
+
+# ---- Strong augmentation for the full profile (04_training_a_vit.ipynb): torchvision's own implementations ----
+
+
+def rand_augment(name: str, num_ops: int = 2, magnitude: int = 9):
+    """Per-image augmentation: pad-and-crop (1/8 of the side), flip, then RandAugment (Cubuk et al., 2020) with
+    `num_ops` random operations of strength `magnitude` (of 31) -- all torchvision's `transforms.v2`. A callable
+    on one uint8 image (C, H, W) -> uint8 (C, H, W), drawing from torch's RNG; `fit(transform=..., workers=...)`
+    runs it in DataLoader worker processes, each seeded from fit's seed."""
+    from torchvision.transforms import v2
+    if name not in _BASIC_PADDING:
+        raise ValueError(f"unknown data set {name!r}; expected one of {sorted(_BASIC_PADDING)}")
+    if num_ops < 0 or not 0 <= magnitude <= 30:
+        raise ValueError(f"expected num_ops >= 0 and magnitude in [0, 30], got {num_ops} and {magnitude}")
+    return v2.Compose([v2.RandomCrop(_SIDE[name], padding=_BASIC_PADDING[name]), v2.RandomHorizontalFlip(),
+                       v2.RandAugment(num_ops=num_ops, magnitude=magnitude)])
+
+
+def mixup_cutmix(num_classes: int, mixup_alpha: float = 0.8, cutmix_alpha: float = 1.0):
+    """Batch mixing, one of MixUp (Zhang et al., 2018) or CutMix (Yun et al., 2019) per batch, torchvision's
+    `transforms.v2`: `(x (B, C, H, W) float, y (B,) int) -> (mixed x, soft targets (B, K))`, drawing from
+    torch's RNG. For `fit(mix=...)`."""
+    from torchvision.transforms import v2
+    if num_classes < 2 or mixup_alpha <= 0 or cutmix_alpha <= 0:
+        raise ValueError(f"expected num_classes >= 2 and positive alphas, got {num_classes}, {mixup_alpha}, {cutmix_alpha}")
+    return v2.RandomChoice([v2.MixUp(alpha=mixup_alpha, num_classes=num_classes),
+                            v2.CutMix(alpha=cutmix_alpha, num_classes=num_classes)])

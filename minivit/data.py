@@ -79,6 +79,19 @@ class ImageDataset:
         return (f"ImageDataset(name={self.name!r}, split={self.split!r}, n={len(self)}, "
                 f"image_shape={tuple(self.images.shape[1:])}, classes={len(self.classes)})")
 
+    def resized(self, size: int | tuple[int, int], chunk: int = 4096) -> "ImageDataset":
+        """The same images resized to `size` (H, W) (antialiased bilinear, uint8 again), e.g. for training at a
+        lower resolution first (notebook 07, benchmarks). (N, C, H, W) -> (N, C, H', W')."""
+        from torchvision.transforms.v2.functional import resize
+        h, w = (size, size) if isinstance(size, int) else (int(size[0]), int(size[1]))
+        if min(h, w) < 1:
+            raise ValueError(f"size must be positive (H, W), got {size!r}")
+        if (h, w) == tuple(self.images.shape[-2:]):
+            return self
+        out = torch.cat([resize(self.images[i:i + chunk], [h, w], antialias=True)
+                         for i in range(0, len(self), chunk)])  # (N, C, h, w) uint8
+        return ImageDataset(out, self.labels, self.classes, self.name, self.split)
+
     def subset(self, indices) -> "ImageDataset":
         """The examples at `indices` (sequence or int64 tensor (M,)), in that order."""
         idx = torch.as_tensor(indices, dtype=torch.int64)

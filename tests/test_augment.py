@@ -45,3 +45,34 @@ def test_flip_and_reproducibility():
 
 def test_data_reexports_augmentation():
     assert minivit.data.make_augment is make_augment and minivit.data.Augment is Augment
+
+
+def test_rand_augment_is_per_image_uint8_and_seeded():
+    from minivit.augment import rand_augment
+    t = rand_augment("cifar10")
+    img = torch.randint(0, 256, (3, 32, 32), dtype=torch.uint8, generator=torch.Generator().manual_seed(2))
+    torch.manual_seed(0)
+    a = [t(img) for _ in range(8)]
+    assert all(o.shape == (3, 32, 32) and o.dtype == torch.uint8 for o in a)
+    assert len({o.sum().item() for o in a}) > 4  # each call draws its own crop, flip and operations
+    torch.manual_seed(0)
+    assert all(torch.equal(o, t(img)) for o in a)  # the same seed, the same augmentations
+    assert rand_augment("cifar10", num_ops=0).transforms[-1].num_ops == 0
+    with pytest.raises(ValueError, match="unknown data set"):
+        rand_augment("mnist")
+    with pytest.raises(ValueError, match="magnitude in"):
+        rand_augment("cifar10", magnitude=40)
+
+
+def test_mixup_cutmix_gives_soft_targets_that_sum_to_one():
+    from minivit.augment import mixup_cutmix
+    mix = mixup_cutmix(10)
+    x, y = torch.rand(8, 3, 32, 32), torch.arange(8)
+    torch.manual_seed(0)
+    for _ in range(4):  # MixUp or CutMix, chosen per batch
+        mx, soft = mix(x, y)
+        assert mx.shape == x.shape and soft.shape == (8, 10)
+        torch.testing.assert_close(soft.sum(-1), torch.ones(8))
+        assert (soft.max(-1).values >= 0.5).all()  # the dominant class keeps at least half the mass
+    with pytest.raises(ValueError, match="num_classes >= 2"):
+        mixup_cutmix(1)

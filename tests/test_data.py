@@ -341,3 +341,16 @@ def test_normalize():
         normalize(x, "fashion-mnist")
     with pytest.raises(ValueError, match="unknown data set"):
         normalize(x, "mnist")
+
+
+def test_resized_keeps_labels_and_averages_pixels():
+    ds = _toy(n_per_class=(2, 2), shape=(3, 8, 8))
+    small = ds.resized(4)
+    assert small.images.shape == (4, 3, 4, 4) and small.images.dtype == torch.uint8
+    assert torch.equal(small.labels, ds.labels) and small.classes == ds.classes and small.name == ds.name
+    reference = torch.nn.functional.interpolate(ds.images.float(), size=(4, 4), mode="bilinear", antialias=True)
+    assert (small.images.float() - reference).abs().max() <= 1.0  # antialiased bilinear, rounded to uint8
+    assert small.images.float().std() < 0.8 * ds.images.float().std()  # an average of pixels, not a pick
+    assert ds.resized((8, 8)) is ds and ds.resized((4, 6)).images.shape == (4, 3, 4, 6)
+    with pytest.raises(ValueError, match="size must be positive"):
+        ds.resized(0)
