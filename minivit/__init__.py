@@ -19,6 +19,7 @@ from .embeddings import (
     sincos_pos_embed_2d,
 )
 from .encoder import Block, Encoder, Mlp
+from .flops import count_flops
 from .inspection import (
     attention_rollout,
     class_token_map,
@@ -46,6 +47,7 @@ _LAZY = {
     "load_model": "checkpoint",
     "save_checkpoint": "checkpoint",
     "LoadReport": "finetune",
+    "recipes": "recipes",
     "load_pretrained": "finetune",
     "CNN_PRESETS": "cnn",
     "CifarResNet": "cnn",
@@ -63,7 +65,8 @@ def __getattr__(name: str):
     if name in _LAZY:
         from importlib import import_module
 
-        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        module = import_module(f".{_LAZY[name]}", __name__)
+        return module if name == _LAZY[name] else getattr(module, name)  # a submodule, or a name in it
     raise AttributeError(f"module 'minivit' has no attribute {name!r}")
 
 
@@ -72,6 +75,8 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Attention",
+    "count_flops",
+    "recipes",
     "CNN_PRESETS",
     "CifarResNet",
     "HybridEmbed",

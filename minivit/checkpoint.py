@@ -27,6 +27,15 @@ from torch import nn
 FORMAT = "minivit-checkpoint/1"  # the "format" entry of every checkpoint this module writes
 
 
+def checkpoint_dir() -> Path:
+    """Where the notebooks keep the models they train for later notebooks: `<data root>/checkpoints`
+    (`data/checkpoints` in a checkout; git-ignored, like the data). Created on first use."""
+    from .data import data_root
+    path = data_root() / "checkpoints"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def unwrap(model: nn.Module) -> nn.Module:
     """The plain module inside DistributedDataParallel and/or torch.compile wrappers."""
     while hasattr(model, "module") or hasattr(model, "_orig_mod"):  # DDP / torch.compile wrappers

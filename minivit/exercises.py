@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-__all__ = ["CheckResult", "check_head_parameters", "check_patchify", "check_resize_pos_embed", "check_attention"]
+__all__ = ["CheckResult", "check_head_parameters", "check_patchify", "check_resize_pos_embed", "check_attention",
+           "check_lr_schedule", "check_forward_flops"]
 
 
 @dataclass(frozen=True)
@@ -167,4 +168,59 @@ def check_attention(fn, verbose: bool = True) -> CheckResult:
         ("one head: q, k, v of 5 tokens, Dh = 4", case((5, 4), (5, 4), 0)),
         ("batched heads (2, 3, 6, 8): the scale is 1/sqrt(Dh)", case((2, 3, 6, 8), (2, 3, 6, 8), 1)),
         ("4 queries attending to 7 keys (N != M)", case((4, 16), (7, 16), 2)),
+    ], verbose)
+
+
+# ---- 04_training_a_vit.ipynb ---------------------------------------------------------------------------
+
+
+def check_lr_schedule(fn, verbose: bool = True) -> CheckResult:
+    """04_training_a_vit: `fn(step, total_steps, warmup_steps) -> factor` of the base learning rate: a linear
+    warm-up from 1/warmup_steps to 1 over the first `warmup_steps` steps, then a cosine decay to 0 at
+    `total_steps`, as `minivit.optim.lr_factor`."""
+    from .optim import lr_factor
+
+    def case(total, warmup, steps):
+        def run():
+            for s in steps:
+                got, want = fn(s, total, warmup), lr_factor(s, total, warmup)
+                if not isinstance(got, (int, float)) or isinstance(got, bool):
+                    return f"step {s}: returned {type(got).__name__}, expected a number"
+                if abs(got - want) > 1e-6:
+                    return f"step {s} of {total} (warm-up {warmup}): got {got:.6f}, expected {want:.6f}"
+            return None
+        return run
+    return _run("lr schedule", [
+        ("warm-up: step 0 is 1/warmup_steps, the last warm-up step is 1", case(100, 10, [0, 4, 9])),
+        ("cosine: 1 right after the warm-up, 0.5 half-way, about 0 at the end", case(100, 10, [10, 55, 99])),
+        ("no warm-up", case(50, 0, [0, 10, 25, 49])),
+    ], verbose)
+
+
+# ---- 05_scaling.ipynb ----------------------------------------------------------------------------------
+
+
+def check_forward_flops(fn, verbose: bool = True) -> CheckResult:
+    """05_scaling: `fn(config) -> int`, the FLOPs (2 per multiply-add, matrix products and the patch
+    convolution only) of one image's forward pass through `minivit.ViT(config)`, from the config's numbers
+    alone -- compared with what `minivit.flops.count_flops` counts."""
+    from .config import ViTConfig, get_preset
+    from .flops import count_flops
+    from .vit import ViT
+
+    def case(config: ViTConfig):
+        def run():
+            with torch.device("meta"):
+                counted = count_flops(ViT(config), (1, config.in_channels, *config.image_hw))
+            got = fn(config)
+            if not isinstance(got, int) or isinstance(got, bool):
+                return f"returned {type(got).__name__}, expected an int"
+            return None if got == counted else f"got {got:,}, counted {counted:,} ({got / counted - 1:+.2%})"
+        return run
+    return _run("forward FLOPs", [
+        ("ViT-B/16 at 224 px, 1000 classes", case(get_preset("ViT-B/16"))),
+        ("ViT-B/16 at 384 px: the attention term grows faster", case(get_preset("ViT-B/16", image_size=384))),
+        ("ViT-Nano/4 (MLP size 2D), grey 28x28, 10 classes", case(get_preset("ViT-Nano/4", image_size=28,
+                                                                             in_channels=1, patch_size=7))),
+        ("a non-square image, 32x64", case(get_preset("ViT-Nano/4", image_size=(32, 64)))),
     ], verbose)

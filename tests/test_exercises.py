@@ -76,3 +76,20 @@ def test_wrong_resize_answers_fail():
 def test_head_parameters_hints():
     assert "forget the biases" in check_head_parameters(990 * 768, verbose=False).failures[0]
     assert "expected an int" in check_head_parameters("761310", verbose=False).failures[0]
+
+
+def test_lr_schedule_check():
+    from minivit.exercises import check_lr_schedule
+    from minivit.optim import lr_factor
+    assert check_lr_schedule(lr_factor, verbose=False)
+
+    def linear_decay(step, total, warmup):
+        return (step + 1) / warmup if step < warmup else 1 - (step - warmup) / max(1, total - warmup)
+
+    def warmup_from_zero(step, total, warmup):
+        return step / warmup if step < warmup else lr_factor(step, total, warmup)
+    r = check_lr_schedule(linear_decay, verbose=False)
+    assert r.passed == 1 and "step 99 of 100" in r.failures[0]  # the warm-up is right, the decay is not
+    r = check_lr_schedule(warmup_from_zero, verbose=False)
+    assert not r and "step 0 of 100" in r.failures[0]
+    assert "expected a number" in check_lr_schedule(lambda s, t, w: None, verbose=False).failures[0]

@@ -31,3 +31,11 @@ def test_command_line_modules_run_once():
                              capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         assert "usage:" in out.stdout
+
+
+def test_import_is_light_and_lazy_names_load_on_use():
+    code = ("import sys, minivit; assert 'torchvision' not in sys.modules, 'import minivit imported torchvision'; "
+            "assert minivit.CifarResNet.__module__ == 'minivit.cnn' and minivit.recipes.__name__ == 'minivit.recipes'; "
+            "assert 'torchvision' in sys.modules")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr

@@ -61,7 +61,8 @@ def test_plot_predictions_titles_and_colours(gen):
     red, green = to_rgba("tab:red"), to_rgba("tab:green")
     assert [to_rgba(t.get_color()) for t in titles] == [green, red, green, green, red]
     assert axes[0].get_images()[0].get_array().shape == (8, 8)  # grey: channel dropped
-    assert axes[0].get_images()[0].get_clim() == (0, 255)  # uint8 drawn on its own scale
+    assert axes[0].get_images()[0].get_clim() == (0.0, 1.0)  # uint8 scaled to [0, 1] for imshow
+    assert axes[0].get_images()[0].get_array().max() <= 1.0
 
 
 def test_plot_predictions_rgb_float(gen):

@@ -57,7 +57,8 @@ def plot_predictions(images, labels, predictions, classes, ncols: int = 8, title
                          f"got shapes {_as_numpy(images).shape}, {y.shape}, {p.shape}")
     if len(x) == 0 or min(y.min(), p.min()) < 0 or max(y.max(), p.max()) >= len(classes):
         raise ValueError(f"expected at least one image and class indices in [0, {len(classes)}) for {len(classes)} classes")
-    vmax = 1.0 if floating else 255
+    x = x if floating else x / 255.0  # imshow wants RGB floats in [0, 1]
+    vmax = 1.0
     ncols = min(ncols, len(x))
     nrows = -(-len(x) // ncols)
     fig, axes = plt.subplots(nrows, ncols, squeeze=False, figsize=(1.5 * ncols, 1.75 * nrows + 0.3), layout="constrained")

@@ -1,0 +1,97 @@
+"""The course's training recipes, by name and profile: one place that says how a model is trained.
+
+    recipe = minivit.recipes.get("cifar10", profile)     # profile: a minivit Profile or "quick" / "full"
+    train = recipe.training_set(load_dataset("cifar10", "train"))   # the recipe's subset (quick) or all
+    history = recipe.fit(model, train, test)             # minivit.train.fit with the recipe's arguments
+
+A `Recipe` is a frozen dataclass: the data (how many training images per class), the optimisation
+(`fit`'s arguments), and the augmentation -- a batched on-device policy (`minivit.augment.make_augment`)
+and, for the full profile, per-image RandAugment in DataLoader workers and MixUp/CutMix. Notebooks that
+compare models (a ViT and a CNN, a pure ViT and a hybrid) train each with the same recipe, and a model
+saved by one notebook can be reused by another when the recipe is the same (`Recipe.to_dict` is stored
+with the checkpoint).
+
+Introduced in 04_training_a_vit.ipynb.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to train on one data set: data, optimisation, augmentation."""
+
+    name: str  # e.g. "cifar10-quick"
+    dataset: str  # minivit.data name
+    n_per_class: int | None  # training images per class (a stratified subset), None: the whole split
+    epochs: int  # epochs of the schedule
+    batch_size: int  # global batch size
+    lr: float  # peak AdamW learning rate
+    weight_decay: float = 0.05  # AdamW weight decay on weight matrices
+    warmup_epochs: float = 1.0  # linear warm-up, then cosine decay to 0
+    label_smoothing: float = 0.0  # of the training loss
+    clip_grad: float | None = 1.0  # global gradient-norm clipping
+    augment: str = "basic"  # batched on-device policy: "basic" (pad-crop + flip), "flip" or "none"
+    rand_augment: tuple[int, int] | None = None  # (ops, magnitude) of per-image RandAugment, or None
+    mixup: bool = False  # MixUp / CutMix on every batch
+    workers: int = 0  # DataLoader worker processes for the per-image augmentation
+    extra: dict = field(default_factory=dict, compare=False)  # anything else passed to fit (e.g. compile)
+
+    def training_set(self, train, seed: int = 0):
+        """The recipe's training images: a stratified subset of `n_per_class` per class, or all of `train`."""
+        from .data import stratified_subset
+        return stratified_subset(train, self.n_per_class, seed=seed) if self.n_per_class else train
+
+    def fit_kwargs(self, num_classes: int | None = None) -> dict[str, Any]:
+        """The arguments this recipe passes to `minivit.train.fit` (augmentation objects built here)."""
+        from .augment import make_augment, mixup_cutmix, rand_augment
+        kwargs = dict(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay,
+                      warmup_epochs=self.warmup_epochs, label_smoothing=self.label_smoothing,
+                      clip_grad=self.clip_grad, **self.extra)
+        if self.rand_augment is not None:  # per-image pipeline (it includes its own crop and flip)
+            kwargs.update(transform=rand_augment(self.dataset, *self.rand_augment), workers=self.workers)
+        elif self.augment != "none":
+            kwargs["augment"] = make_augment(self.dataset, self.augment)
+        if self.mixup:
+            if num_classes is None:
+                raise ValueError("a recipe with mixup needs num_classes")
+            kwargs["mix"] = mixup_cutmix(num_classes)
+        return kwargs
+
+    def fit(self, model, train, val=None, **overrides):
+        """`minivit.train.fit(model, train, val, **recipe)`; keyword `overrides` replace the recipe's values
+        (e.g. `lr=1e-3` for an ablation, `progress=False`, `device=...`)."""
+        from .train import fit
+        k = getattr(getattr(model, "config", None), "num_classes", None) or len(getattr(train, "classes", ())) or None
+        kwargs = {**self.fit_kwargs(k), "progress": False, "seed": 0, **overrides}
+        return fit(model, train, val, **kwargs)
+
+    def with_(self, **changes) -> "Recipe":
+        """A copy with fields replaced (an ablation), e.g. `recipe.with_(augment="none")`."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (for checkpoints and JSON); equal dicts mean the same training."""
+        d = asdict(self)
+        d["rand_augment"] = list(self.rand_augment) if self.rand_augment else None
+        return d
+
+
+RECIPES: dict[str, Recipe] = {
+    # quick: a 2-core CPU in about a minute per model; full: one GPU, the whole training split.
+    "cifar10-quick": Recipe("cifar10-quick", "cifar10", n_per_class=500, epochs=5, batch_size=128, lr=2e-3,
+                            warmup_epochs=1.0, label_smoothing=0.1, augment="basic"),
+    "cifar10-full": Recipe("cifar10-full", "cifar10", n_per_class=None, epochs=100, batch_size=512, lr=1e-3,
+                           warmup_epochs=5.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True, workers=8),
+}
+
+
+def get(dataset: str, profile) -> Recipe:
+    """The course recipe for `dataset` under `profile` (a `minivit.Profile`, or "quick" / "full")."""
+    name = f"{dataset}-{getattr(profile, 'name', profile)}"
+    if name not in RECIPES:
+        raise ValueError(f"no recipe {name!r}; expected one of {sorted(RECIPES)}")
+    return RECIPES[name]

@@ -1,0 +1,84 @@
+"""Figures that compare runs: curves of several histories, confusion matrices, accuracy with error bars.
+
+Introduced in 04_training_a_vit.ipynb.
+"""
+
+from __future__ import annotations
+
+from ._common import _as_numpy, _figure
+
+
+def plot_runs(histories: dict, metrics=("val_acc", "train_acc"), title: str | None = None):
+    """Several runs' curves on shared axes -> Figure with one axes per metric. `histories`: {label: History
+    (or its dict)}; `metrics`: History fields, plotted against the epoch, one line per run (the same colour for
+    a run in every axes). Each axes has one y scale for all runs."""
+    from matplotlib.ticker import MaxNLocator
+    if not histories:
+        raise ValueError("expected at least one run: {label: History}")
+    fig, axes = _figure(len(metrics), width=4.2, height=3.2)
+    for ax, metric in zip(axes, metrics):
+        for k, (label, h) in enumerate(histories.items()):
+            d = h.to_dict() if hasattr(h, "to_dict") else dict(h)
+            if metric not in d:
+                raise ValueError(f"unknown metric {metric!r}; a History has {sorted(d)}")
+            points = [(e, v) for e, v in zip(d["epoch"], d[metric]) if v is not None]
+            if points:
+                ax.plot(*zip(*points), "o-", color=f"C{k}", label=label, markersize=3)
+        ax.set(xlabel="epoch", ylabel=metric.replace("_", " "))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def plot_confusion_matrices(matrices: dict, classes, title: str | None = None):
+    """Confusion matrices (K, K) side by side -> Figure. `matrices`: {label: counts}, rows = true class,
+    columns = predicted class. Each row is drawn as fractions of its true class, on one colour scale [0, 1]
+    for all matrices, with the diagonal fraction (per-class accuracy) written in each diagonal cell."""
+    import numpy as np
+    if not matrices:
+        raise ValueError("expected at least one confusion matrix: {label: (K, K) counts}")
+    k = len(classes)
+    fig, axes = _figure(len(matrices), width=4.3, height=4.0)
+    for ax, (label, m) in zip(axes, matrices.items()):
+        m = _as_numpy(m).astype(float)
+        if m.shape != (k, k):
+            raise ValueError(f"expected a ({k}, {k}) confusion matrix for {k} classes, got {m.shape}")
+        frac = m / np.maximum(m.sum(axis=1, keepdims=True), 1)
+        im = ax.imshow(frac, cmap="Blues", vmin=0.0, vmax=1.0)
+        for i in range(k):
+            ax.text(i, i, f"{frac[i, i]:.2f}", ha="center", va="center", fontsize=6,
+                    color="white" if frac[i, i] > 0.5 else "black")
+        ax.set_xticks(range(k), [str(c) for c in classes], rotation=90, fontsize=7)
+        ax.set_yticks(range(k), [str(c) for c in classes], fontsize=7)
+        ax.set(xlabel="predicted class", ylabel="true class", title=label)
+    fig.colorbar(im, ax=list(axes), shrink=0.8, label="fraction of the true class")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def plot_accuracies(labels, accuracies, errors=None, train_accuracies=None, xlabel: str = "test top-1 accuracy",
+                    title: str | None = None):
+    """One dot per run with an error bar (e.g. the binomial standard error of an accuracy) -> Figure.
+    `labels`, `accuracies` (fractions), optional `errors` and `train_accuracies` (drawn as open circles,
+    so the train-test gap shows). Runs are listed top to bottom in the order given."""
+    n = len(labels)
+    acc = [float(a) for a in accuracies]
+    if len(acc) != n or (errors is not None and len(errors) != n) or (
+            train_accuracies is not None and len(train_accuracies) != n):
+        raise ValueError("expected labels, accuracies (and errors, train_accuracies) of the same length")
+    fig, (ax,) = _figure(1, width=6.5, height=0.45 * n + 1.2)
+    ys = list(range(n))[::-1]
+    ax.errorbar(acc, ys, xerr=errors, fmt="o", color="C0", capsize=3, label="test")
+    if train_accuracies is not None:
+        ax.plot([float(a) for a in train_accuracies], ys, "o", mfc="none", color="C1", label="train (end of training)")
+    ax.set_yticks(ys, labels)
+    ax.set(xlabel=xlabel)
+    ax.grid(alpha=0.3, axis="x")
+    ax.legend(fontsize=8, loc="lower right")
+    if title:
+        ax.set_title(title)
+    return fig

@@ -1,0 +1,53 @@
+"""Scaling figures: accuracy against compute (with the Pareto front), accuracy against data.
+
+Introduced in 05_scaling.ipynb.
+"""
+
+from __future__ import annotations
+
+from ._common import _figure
+
+
+def plot_compute_accuracy(runs: dict, front=None, title: str | None = None):
+    """Accuracy against training compute and against wall time -> Figure with 2 axes (log x).
+    `runs`: {label: (FLOPs, seconds, accuracy)}; `front`: labels on the Pareto front, joined by a line in
+    order of compute (the paper's Fig. 5 draws its models the same way, compute on a log axis)."""
+    if not runs:
+        raise ValueError("expected at least one run: {label: (flops, seconds, accuracy)}")
+    if any(len(v) != 3 for v in runs.values()):
+        raise ValueError("each run must be (flops, seconds, accuracy)")
+    unknown = set(front or ()) - set(runs)
+    if unknown:
+        raise ValueError(f"front names runs that are not in `runs`: {sorted(unknown)}")
+    fig, (ax_f, ax_t) = _figure(2, width=4.6, height=3.6)
+    for ax, col, xlabel in ((ax_f, 0, "training compute (FLOPs, forward + backward)"), (ax_t, 1, "wall time (s)")):
+        for k, (label, v) in enumerate(runs.items()):
+            ax.plot(v[col], v[2], "o", color=f"C{k}", label=label)
+            ax.annotate(label, (v[col], v[2]), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        if front and col == 0:
+            pts = sorted((runs[n][0], runs[n][2]) for n in front)
+            ax.plot(*zip(*pts), "-", color="gray", lw=1, zorder=0, label="Pareto front")
+        ax.set_xscale("log")
+        ax.set(xlabel=xlabel, ylabel="test accuracy")
+        ax.grid(alpha=0.3, which="both")
+    ax_f.legend(fontsize=7, loc="lower right")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def plot_data_scaling(curves: dict, title: str | None = None):
+    """Accuracy against the number of training images (log x), one line per model -> Figure.
+    `curves`: {label: (sizes, accuracies)}."""
+    if not curves or any(len(v) != 2 or len(v[0]) != len(v[1]) for v in curves.values()):
+        raise ValueError("expected {label: (sizes, accuracies)} with as many accuracies as sizes")
+    fig, (ax,) = _figure(1, width=5.2, height=3.6)
+    for k, (label, (sizes, accs)) in enumerate(curves.items()):
+        ax.plot(sizes, accs, "o-", color=f"C{k}", label=label)
+    ax.set_xscale("log")
+    ax.set(xlabel="training images", ylabel="test accuracy")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend()
+    if title:
+        ax.set_title(title)
+    return fig

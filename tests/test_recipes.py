@@ -1,0 +1,44 @@
+"""Course recipes: by name and profile, what they pass to fit, and that equal dicts mean the same training."""
+
+import json
+
+import pytest
+import torch
+
+from minivit import recipes
+from minivit.augment import Augment
+from minivit.profile import Profile
+from tests.conftest import synthetic, tiny_model
+
+
+def test_get_by_profile_object_or_name():
+    assert recipes.get("cifar10", "quick") is recipes.get("cifar10", Profile("quick", "cpu"))
+    assert recipes.get("cifar10", "full").name == "cifar10-full"
+    with pytest.raises(ValueError, match="no recipe 'mnist-quick'"):
+        recipes.get("mnist", "quick")
+
+
+def test_fit_kwargs_build_the_augmentation():
+    quick = recipes.get("cifar10", "quick").fit_kwargs(10)
+    assert isinstance(quick["augment"], Augment) and "transform" not in quick and "mix" not in quick
+    full = recipes.get("cifar10", "full").fit_kwargs(10)
+    assert "augment" not in full and full["workers"] > 0  # RandAugment (with its own crop and flip) in workers
+    assert callable(full["transform"]) and callable(full["mix"])
+    with pytest.raises(ValueError, match="needs num_classes"):
+        recipes.get("cifar10", "full").fit_kwargs()
+
+
+def test_with_and_to_dict():
+    r = recipes.get("cifar10", "quick")
+    r2 = r.with_(augment="none", epochs=2)
+    assert (r2.augment, r2.epochs, r2.lr) == ("none", 2, r.lr) and r2 != r
+    d = json.loads(json.dumps(r.to_dict()))  # plain data
+    assert d == r.to_dict() and d["name"] == "cifar10-quick"
+
+
+def test_recipe_fit_trains_with_overrides():
+    x, y = synthetic(32)
+    r = recipes.Recipe("t", "cifar10", n_per_class=None, epochs=2, batch_size=16, lr=1e-2, augment="none")
+    h = r.fit(tiny_model(), (x, y), device="cpu", lr=5e-3)
+    assert len(h) == 2 and max(h.step_lr) == pytest.approx(5e-3)  # the override, not the recipe's lr
+    assert torch.isfinite(torch.tensor(h.train_loss)).all()

@@ -1,0 +1,79 @@
+"""minivit.viz figures that compare runs (04_training_a_vit.ipynb)."""
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display in tests
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+
+from minivit.history import History
+from minivit.viz import plot_accuracies, plot_confusion_matrices, plot_runs
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _history(accs):
+    h = History()
+    for e, a in enumerate(accs, 1):
+        h.append(epoch=e, train_loss=1.0, train_acc=a / 2, val_loss=1.0, val_acc=a, lr=0.1, images_per_s=1.0,
+                 epoch_time=1.0)
+    return h
+
+
+def test_runs_one_line_per_run_in_every_axes():
+    fig = plot_runs({"vit": _history([0.1, 0.2, 0.3]), "cnn": _history([0.2, 0.4])}, metrics=("val_acc", "train_acc"))
+    assert len(fig.axes) == 2
+    lines = fig.axes[0].get_lines()
+    assert [l.get_label() for l in lines] == ["vit", "cnn"] and list(lines[1].get_ydata()) == [0.2, 0.4]
+    assert list(fig.axes[1].get_lines()[0].get_ydata()) == [0.05, 0.1, 0.15]
+    assert lines[0].get_color() == fig.axes[1].get_lines()[0].get_color()  # a run keeps its colour
+    with pytest.raises(ValueError, match="unknown metric"):
+        plot_runs({"vit": _history([0.1])}, metrics=("accuracy",))
+
+
+def test_confusion_matrices_rows_as_fractions_on_one_scale():
+    m = torch.tensor([[8, 2], [1, 9]])
+    fig = plot_confusion_matrices({"a": m, "b": m * 2}, ["x", "y"])
+    ims = [ax.get_images()[0] for ax in fig.axes if ax.get_images() and ax.get_label() != "<colorbar>"]
+    assert len(ims) == 2 and all(im.get_clim() == (0.0, 1.0) for im in ims)
+    np.testing.assert_allclose(ims[0].get_array(), [[0.8, 0.2], [0.1, 0.9]])
+    with pytest.raises(ValueError, match=r"expected a \(3, 3\) confusion matrix"):
+        plot_confusion_matrices({"a": m}, ["x", "y", "z"])
+
+
+def test_accuracies_with_error_bars_and_train_points():
+    fig = plot_accuracies(["a", "b"], [0.5, 0.6], errors=[0.01, 0.02], train_accuracies=[0.7, 0.65])
+    ax = fig.axes[0]
+    ticks = {t.get_text(): y for t, y in zip(ax.get_yticklabels(), ax.get_yticks())}
+    assert ticks["a"] > ticks["b"]  # listed top to bottom as given
+    assert list(ax.get_lines()[-1].get_xdata()) == [0.7, 0.65]
+    with pytest.raises(ValueError, match="same length"):
+        plot_accuracies(["a"], [0.5, 0.6])
+
+
+def test_compute_accuracy_two_log_axes_and_the_front():
+    from minivit.viz import plot_compute_accuracy
+    runs = {"a": (1e9, 2.0, 0.3), "b": (1e10, 10.0, 0.5), "c": (5e9, 20.0, 0.2)}
+    fig = plot_compute_accuracy(runs, front=["a", "b"])
+    ax_f, ax_t = fig.axes
+    assert ax_f.get_xscale() == "log" and ax_t.get_xscale() == "log"
+    front = [l for l in ax_f.get_lines() if l.get_label() == "Pareto front"][0]
+    assert list(front.get_xdata()) == [1e9, 1e10] and list(front.get_ydata()) == [0.3, 0.5]
+    with pytest.raises(ValueError, match="not in `runs`"):
+        plot_compute_accuracy(runs, front=["z"])
+
+
+def test_data_scaling_one_line_per_model():
+    from minivit.viz import plot_data_scaling
+    fig = plot_data_scaling({"ViT": ([500, 1500], [0.3, 0.4]), "CNN": ([500, 1500], [0.4, 0.5])})
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and [l.get_label() for l in ax.get_lines()] == ["ViT", "CNN"]
+    with pytest.raises(ValueError, match="as many accuracies as sizes"):
+        plot_data_scaling({"ViT": ([1, 2], [0.3])})
