@@ -7,17 +7,35 @@
 A `Recipe` is a frozen dataclass: the data (how many training images per class), the optimisation
 (`fit`'s arguments), and the augmentation -- a batched on-device policy (`minivit.augment.make_augment`)
 and, for the full profile, per-image RandAugment in DataLoader workers and MixUp/CutMix. Notebooks that
-compare models (a ViT and a CNN, a pure ViT and a hybrid) train each with the same recipe, and a model
-saved by one notebook can be reused by another when the recipe is the same (`Recipe.to_dict` is stored
-with the checkpoint).
+compare models (a ViT and a CNN, a pure ViT and a hybrid) train each with the same recipe.
+
+`Recipe.fit_or_load(model, train, val, name=...)` trains and saves the model under
+`minivit.checkpoint.checkpoint_dir()/<name>.pt`, or loads it when a checkpoint of the same training is
+there -- the same recipe, model config, training and validation images (a fingerprint of their bytes).
+So one notebook reuses a model another trained, and each still runs alone. Delete the folder to retrain.
 
 Introduced in 04_training_a_vit.ipynb.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
+
+import torch
+
+
+def fingerprint(data) -> str | None:
+    """A short hash of a data set's images and labels (an ImageDataset or an (images, labels) pair), or None."""
+    if data is None:
+        return None
+    images, labels = (data.images, data.labels) if hasattr(data, "images") else data
+    h = hashlib.sha1()
+    for t in (images, labels):
+        h.update(str(tuple(t.shape)).encode())
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -69,6 +87,36 @@ class Recipe:
         kwargs = {**self.fit_kwargs(k), "progress": False, "seed": 0, **overrides}
         return fit(model, train, val, **kwargs)
 
+    def fit_or_load(self, model, train, val=None, *, name: str, **overrides):
+        """Like `fit`, but first look for `checkpoint_dir()/<name>.pt` written by the same training: the same
+        recipe, overrides, model config (or class and size) and data. If it is there, load its weights into
+        `model` and return its History; else train, save, and return the new History. `History.epoch_time`
+        holds the training seconds either way."""
+        from .checkpoint import checkpoint_dir, read_checkpoint, save_checkpoint, unwrap
+        from .history import History
+        config = getattr(unwrap(model), "config", None)
+        key = {"recipe": self.to_dict(),
+               "overrides": {k: repr(v) for k, v in sorted(overrides.items()) if k not in ("device", "progress")},
+               "model": config.to_dict() if hasattr(config, "to_dict") else
+               f"{type(model).__name__}({sum(p.numel() for p in model.parameters())})",
+               "train": fingerprint(train), "val": fingerprint(val)}
+        path = checkpoint_dir() / f"{name}.pt"
+        if path.exists():
+            try:
+                state = read_checkpoint(path)
+            except ValueError:
+                state = None  # unreadable: train again and overwrite it
+            if state is not None and state.get("run") == key:
+                unwrap(model).load_state_dict(state["model"])
+                return History.from_dict(state["history"])
+        history = self.fit(model, train, val, **overrides)
+        save_checkpoint(path, model, history=history.to_dict(), epoch=len(history), run=key)
+        return history
+
+    def run_name(self, model_name: str) -> str:
+        """A checkpoint name for `model_name` trained with this recipe, e.g. "cifar10-quick-n500-e5-ViT-Nano-4"."""
+        return f"{self.name}-n{self.n_per_class or 'all'}-e{self.epochs}-{model_name.replace('/', '-')}"
+
     def with_(self, **changes) -> "Recipe":
         """A copy with fields replaced (an ablation), e.g. `recipe.with_(augment="none")`."""
         return replace(self, **changes)
@@ -84,7 +132,7 @@ RECIPES: dict[str, Recipe] = {
     # quick: a 2-core CPU in about a minute per model; full: one GPU, the whole training split.
     "cifar10-quick": Recipe("cifar10-quick", "cifar10", n_per_class=500, epochs=5, batch_size=128, lr=2e-3,
                             warmup_epochs=1.0, label_smoothing=0.1, augment="basic"),
-    "cifar10-full": Recipe("cifar10-full", "cifar10", n_per_class=None, epochs=100, batch_size=512, lr=1e-3,
+    "cifar10-full": Recipe("cifar10-full", "cifar10", n_per_class=None, epochs=60, batch_size=512, lr=1e-3,
                            warmup_epochs=5.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True, workers=8),
 }
 

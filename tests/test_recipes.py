@@ -42,3 +42,28 @@ def test_recipe_fit_trains_with_overrides():
     h = r.fit(tiny_model(), (x, y), device="cpu", lr=5e-3)
     assert len(h) == 2 and max(h.step_lr) == pytest.approx(5e-3)  # the override, not the recipe's lr
     assert torch.isfinite(torch.tensor(h.train_loss)).all()
+
+
+def test_fit_or_load_trains_once_then_loads_the_same_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIVIT_DATA", str(tmp_path))
+    x, y = synthetic(32)
+    r = recipes.Recipe("t", "cifar10", n_per_class=None, epochs=2, batch_size=16, lr=1e-2, augment="none")
+    first = tiny_model(seed=0)
+    h1 = r.fit_or_load(first, (x, y), (x, y), name="tiny", device="cpu")
+    assert (tmp_path / "checkpoints" / "tiny.pt").exists()
+    second = tiny_model(seed=1)  # another initialisation: loading must replace it
+    h2 = r.fit_or_load(second, (x, y), (x, y), name="tiny", device="cpu")
+    assert h2.val_acc == h1.val_acc and h2.epoch_time == h1.epoch_time  # loaded, not retrained
+    assert all(torch.equal(a, b) for a, b in zip(first.state_dict().values(), second.state_dict().values()))
+    third = tiny_model(seed=1)
+    h3 = r.fit_or_load(third, (x, y), (x[:16], y[:16]), name="tiny", device="cpu")  # other val data: train again
+    assert h3.epoch_time != h1.epoch_time
+    h4 = r.with_(epochs=1).fit_or_load(tiny_model(), (x, y), (x[:16], y[:16]), name="tiny", device="cpu")
+    assert len(h4) == 1  # another recipe: train again
+
+
+def test_fingerprint_tells_data_apart():
+    x, y = synthetic(8)
+    assert recipes.fingerprint((x, y)) == recipes.fingerprint((x.clone(), y.clone()))
+    assert recipes.fingerprint((x, y)) != recipes.fingerprint((x, y.roll(1)))
+    assert recipes.fingerprint(None) is None
