@@ -8,7 +8,7 @@ variant. Presets are named configs:
   "S" widths that timm also uses, at 224 px, with patch sizes /32, /16, /14
   (the paper's results tables report B/32, B/16, L/32, L/16 and H/14) and /8 (not a paper
   model; for illustration, e.g. the cost of small patches);
-- course sizes for 32 px images that train on a 2-core CPU in minutes. Unlike
+- course sizes for 32 px images (and one for 128 px) that train on a 2-core CPU in minutes. Unlike
   the paper's models (MLP size 4 D) they use an MLP size of 2 D, and they
   default to 10 classes (the paper's presets to 1000).
 
@@ -124,6 +124,8 @@ PRESETS: dict[str, ViTConfig] = {
 # they train on a 2-core CPU in minutes. Patch 4 gives an 8 x 8 grid, N = 64. MLP size 2 D (not 4 D).
 PRESETS["ViT-Nano/4"] = ViTConfig(image_size=32, patch_size=4, dim=64, depth=4, heads=4, mlp_dim=128, num_classes=10)
 PRESETS["ViT-Micro/4"] = ViTConfig(image_size=32, patch_size=4, dim=128, depth=6, heads=4, mlp_dim=256, num_classes=10)
+# A course size for 128 px images (Imagenette): 16 x 16 patches give an 8 x 8 grid, N = 64, as ViT-Nano/4 on 32 px.
+PRESETS["ViT-Nano/16"] = ViTConfig(image_size=128, patch_size=16, dim=96, depth=4, heads=4, mlp_dim=192, num_classes=10)
 
 
 def list_presets() -> list[str]:
