@@ -69,7 +69,7 @@ def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     if not path.is_file():
         raise FileNotFoundError(f"no weights file at {path}")
     if path.suffix == ".safetensors":
-        from safetensors.torch import load_file  # installed with timm
+        from safetensors.torch import load_file  # a dependency of minivit (and of timm)
 
         try:
             return load_file(str(path), device="cpu")
