@@ -58,16 +58,18 @@ def test_accuracies_with_error_bars_and_train_points():
         plot_accuracies(["a"], [0.5, 0.6])
 
 
-def test_compute_accuracy_two_log_axes_and_the_front():
+def test_compute_accuracy_two_log_axes_curves_and_the_front():
     from minivit.viz import plot_compute_accuracy
-    runs = {"a": (1e9, 2.0, 0.3), "b": (1e10, 10.0, 0.5), "c": (5e9, 20.0, 0.2)}
-    fig = plot_compute_accuracy(runs, front=["a", "b"])
+    runs = {"a": ([1e9, 2e9], [1.0, 2.0], [0.2, 0.3]), "b": (1e10, 10.0, 0.5)}
+    fig = plot_compute_accuracy(runs, front=[(1e10, 0.5), (1e9, 0.2)])
     ax_f, ax_t = fig.axes
     assert ax_f.get_xscale() == "log" and ax_t.get_xscale() == "log"
+    line_a = [l for l in ax_f.get_lines() if l.get_label() == "a"][0]
+    assert list(line_a.get_xdata()) == [1e9, 2e9] and list(line_a.get_ydata()) == [0.2, 0.3]  # one line per run
     front = [l for l in ax_f.get_lines() if l.get_label() == "Pareto front"][0]
-    assert list(front.get_xdata()) == [1e9, 1e10] and list(front.get_ydata()) == [0.3, 0.5]
-    with pytest.raises(ValueError, match="not in `runs`"):
-        plot_compute_accuracy(runs, front=["z"])
+    assert list(front.get_xdata()) == [1e9, 1e10]  # sorted by compute
+    with pytest.raises(ValueError, match="differ in length"):
+        plot_compute_accuracy({"a": ([1, 2], [1], [0.1, 0.2])})
 
 
 def test_data_scaling_one_line_per_model():

@@ -10,23 +10,26 @@ from ._common import _figure
 
 def plot_compute_accuracy(runs: dict, front=None, title: str | None = None):
     """Accuracy against training compute and against wall time -> Figure with 2 axes (log x).
-    `runs`: {label: (FLOPs, seconds, accuracy)}; `front`: labels on the Pareto front, joined by a line in
-    order of compute (the paper's Fig. 5 draws its models the same way, compute on a log axis)."""
+    `runs`: {label: (FLOPs, seconds, accuracies)}, each a number or a sequence (e.g. cumulative values after
+    every epoch, drawn as one line per run); `front`: (FLOPs, accuracy) points of the Pareto front, joined by
+    a grey line (the paper's Fig. 5 puts compute on a log axis the same way)."""
+    import numpy as np
     if not runs:
-        raise ValueError("expected at least one run: {label: (flops, seconds, accuracy)}")
-    if any(len(v) != 3 for v in runs.values()):
-        raise ValueError("each run must be (flops, seconds, accuracy)")
-    unknown = set(front or ()) - set(runs)
-    if unknown:
-        raise ValueError(f"front names runs that are not in `runs`: {sorted(unknown)}")
+        raise ValueError("expected at least one run: {label: (flops, seconds, accuracies)}")
+    series = {}
+    for label, v in runs.items():
+        if len(v) != 3:
+            raise ValueError(f"run {label!r} must be (flops, seconds, accuracies)")
+        f, t, a = (np.atleast_1d(np.asarray(x, dtype=float)) for x in v)
+        if not len(f) == len(t) == len(a):
+            raise ValueError(f"run {label!r}: flops, seconds and accuracies differ in length")
+        series[label] = (f, t, a)
     fig, (ax_f, ax_t) = _figure(2, width=4.6, height=3.6)
     for ax, col, xlabel in ((ax_f, 0, "training compute (FLOPs, forward + backward)"), (ax_t, 1, "wall time (s)")):
-        for k, (label, v) in enumerate(runs.items()):
-            ax.plot(v[col], v[2], "o", color=f"C{k}", label=label)
-            ax.annotate(label, (v[col], v[2]), textcoords="offset points", xytext=(4, 4), fontsize=7)
-        if front and col == 0:
-            pts = sorted((runs[n][0], runs[n][2]) for n in front)
-            ax.plot(*zip(*pts), "-", color="gray", lw=1, zorder=0, label="Pareto front")
+        for k, (label, v) in enumerate(series.items()):
+            ax.plot(v[col], v[2], "o-", color=f"C{k}", label=label, markersize=4)
+        if front is not None and col == 0 and len(front):
+            ax.plot(*zip(*sorted(front)), "-", color="gray", lw=3, alpha=0.35, zorder=0, label="Pareto front")
         ax.set_xscale("log")
         ax.set(xlabel=xlabel, ylabel="test accuracy")
         ax.grid(alpha=0.3, which="both")
