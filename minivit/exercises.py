@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 
 __all__ = ["CheckResult", "check_head_parameters", "check_patchify", "check_resize_pos_embed", "check_attention",
-           "check_lr_schedule", "check_forward_flops"]
+           "check_lr_schedule", "check_forward_flops", "check_hybrid_tokens", "check_patch_centres"]
 
 
 @dataclass(frozen=True)
@@ -223,4 +223,54 @@ def check_forward_flops(fn, verbose: bool = True) -> CheckResult:
         ("ViT-Nano/4 (MLP size 2D), grey 28x28, 10 classes", case(get_preset("ViT-Nano/4", image_size=28,
                                                                              in_channels=1, patch_size=7))),
         ("a non-square image, 32x64", case(get_preset("ViT-Nano/4", image_size=(32, 64)))),
+    ], verbose)
+
+
+# ---- 06_hybrid.ipynb -----------------------------------------------------------------------------------
+
+
+def check_hybrid_tokens(fn, verbose: bool = True) -> CheckResult:
+    """06_hybrid: `fn(feature_map (B, C', h, w), weight (D, C', 1, 1), bias (D,)) -> tokens (B, h*w, D)`: the
+    projection E applied to 1x1 "patches" of a CNN feature map, then the grid flattened row by row (§3.1) --
+    what `minivit.HybridEmbed` does after its backbone (`proj`, then `rearrange`)."""
+    import torch.nn.functional as F
+    from einops import rearrange
+
+    def case(b, c, h, w, d, seed):
+        g = torch.Generator().manual_seed(seed)
+        x, weight, bias = torch.randn(b, c, h, w, generator=g), torch.randn(d, c, 1, 1, generator=g), torch.randn(d, generator=g)
+        expected = rearrange(F.conv2d(x, weight, bias), "b d h w -> b (h w) d")  # (B, h*w, D)
+        return lambda: _compare(fn(x.clone(), weight.clone(), bias.clone()), expected, atol=1e-4)
+    return _run("hybrid tokens", [
+        ("a 4x4 map of 8 channels -> 16 tokens of width 6", case(2, 8, 4, 4, 6, 0)),
+        ("a non-square 2x5 map (row by row, as patchify)", case(1, 3, 2, 5, 4, 1)),
+        ("one cell: the bias is added", case(3, 5, 1, 1, 2, 2)),
+    ], verbose)
+
+
+# ---- 07_finetuning_at_higher_resolution.ipynb ----------------------------------------------------------
+
+
+def _patch_centres(old_grid, new_grid) -> torch.Tensor:
+    """Where each patch of `new_grid` (h', w') lies "in the original image" (§3.2), in patch units of
+    `old_grid` (h, w): (h', w', 2) with (row, col) = ((i + 0.5) h / h' - 0.5, (j + 0.5) w / w' - 0.5).
+    Patch centres map to patch centres when both grids cover the same image: the sampling positions of
+    `F.interpolate(..., align_corners=False)`, which `minivit.resize_pos_embed` uses."""
+    (h, w), (h2, w2) = (tuple(int(v) for v in g) for g in (old_grid, new_grid))
+    rows = (torch.arange(h2, dtype=torch.float64) + 0.5) * h / h2 - 0.5  # (h',)
+    cols = (torch.arange(w2, dtype=torch.float64) + 0.5) * w / w2 - 0.5  # (w',)
+    return torch.stack(torch.meshgrid(rows, cols, indexing="ij"), dim=-1)  # (h', w', 2)
+
+
+def check_patch_centres(fn, verbose: bool = True) -> CheckResult:
+    """07_finetuning_at_higher_resolution: `fn(old_grid (h, w), new_grid (h', w')) -> (h', w', 2)`: the
+    (row, col) of every new patch's centre in the old grid's patch coordinates (patch (0, 0)'s centre is
+    (0, 0)), both grids covering the same image -- "according to their location in the original image" (§3.2)."""
+    def case(old, new):
+        return lambda: _compare(fn(old, new), _patch_centres(old, new), atol=1e-6, what="centres")
+    return _run("patch centres", [
+        ("4x4 -> 8x8: each old patch becomes 2x2 new ones", case((4, 4), (4 * 2, 4 * 2))),
+        ("the same grid: every patch stays where it is", case((5, 5), (5, 5))),
+        ("a non-square 8x8 -> 8x12 (rows, then columns)", case((8, 8), (8, 12))),
+        ("a smaller grid, 6x6 -> 4x4", case((6, 6), (4, 4))),
     ], verbose)

@@ -93,3 +93,53 @@ def test_lr_schedule_check():
     r = check_lr_schedule(warmup_from_zero, verbose=False)
     assert not r and "step 0 of 100" in r.failures[0]
     assert "expected a number" in check_lr_schedule(lambda s, t, w: None, verbose=False).failures[0]
+
+
+def test_hybrid_tokens_check():
+    from minivit.exercises import check_hybrid_tokens
+
+    def reference(x, weight, bias):  # the 1x1 conv is a matrix product over the channels, cell by cell
+        return torch.einsum("bchw,dc->bhwd", x, weight[:, :, 0, 0]).flatten(1, 2) + bias
+
+    def column_major(x, weight, bias):
+        return rearrange(F.conv2d(x, weight, bias), "b d h w -> b (w h) d")
+
+    def no_bias(x, weight, bias):
+        return rearrange(F.conv2d(x, weight), "b d h w -> b (h w) d")
+    assert check_hybrid_tokens(reference, verbose=False)
+    r = check_hybrid_tokens(column_major, verbose=False)
+    assert r.passed == 1 and "non-square" in r.failures[1]  # only a single cell cannot tell the orders apart
+    r = check_hybrid_tokens(no_bias, verbose=False)
+    assert r.passed == 0 and all("wrong values" in f for f in r.failures)
+    assert "expected a tensor of shape (2, 16, 6)" in check_hybrid_tokens(lambda *a: None, verbose=False).failures[0]
+
+
+def test_patch_centres_check():
+    from minivit.exercises import check_patch_centres
+
+    def centres(old, new):  # the new patches' centres in pixels of the new image, scaled to the old one
+        (h, w), (h2, w2) = old, new
+        r = ((torch.arange(h2) + 0.5) * (h / h2) - 0.5)[:, None].expand(h2, w2)
+        c = ((torch.arange(w2) + 0.5) * (w / w2) - 0.5)[None, :].expand(h2, w2)
+        return torch.stack([r, c], dim=-1)
+
+    def align_corners(old, new):  # corner patches to corner patches: the grids' ends pinned, not their centres
+        (h, w), (h2, w2) = old, new
+        r = torch.linspace(0, h - 1, h2)[:, None].expand(h2, w2)
+        c = torch.linspace(0, w - 1, w2)[None, :].expand(h2, w2)
+        return torch.stack([r, c], dim=-1)
+    assert check_patch_centres(centres, verbose=False)
+    r = check_patch_centres(align_corners, verbose=False)
+    assert r.passed == 1 and "the same grid" not in " ".join(r.failures)  # only the identity case agrees
+    swapped = check_patch_centres(lambda o, n: centres(o, n).flip(-1), verbose=False)
+    assert not swapped and any("non-square" in f for f in swapped.failures)
+
+
+def test_patch_centres_are_where_bilinear_resizing_samples():
+    from minivit.exercises import _patch_centres
+    ramp = torch.arange(4.0)[:, None].expand(4, 6)  # value = old row index, on a 4 x 6 grid
+    out = F.interpolate(ramp[None, None], size=(8, 12), mode="bilinear", align_corners=False)[0, 0]
+    rows = _patch_centres((4, 6), (8, 12))[..., 0].float()
+    inside = (rows >= 0) & (rows <= 3)  # F.interpolate clamps outside the old grid's first and last centres
+    torch.testing.assert_close(out[inside], rows[inside])
+    torch.testing.assert_close(out[~inside], rows[~inside].clamp(0, 3))
