@@ -2,14 +2,26 @@
 
 from dataclasses import replace
 
-import pytest
-import torch
+import matplotlib
 
-from minivit.config import ViTConfig
-from minivit.vit import ViT
+matplotlib.use("Agg")  # figures are drawn without a display; set before pyplot is imported anywhere
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from minivit.config import ViTConfig  # noqa: E402
+from minivit.vit import ViT  # noqa: E402
 
 # A ViT small enough to train in milliseconds: 8 x 8 images, 2 x 2 patches of 4 px, 3 classes.
 TINY = ViTConfig(image_size=8, patch_size=4, in_channels=3, num_classes=3, dim=16, depth=1, heads=2, mlp_dim=32)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Close every figure a test opened (the minivit.viz tests draw many)."""
+    yield
+    plt.close("all")
 
 
 @pytest.fixture

@@ -1,22 +1,11 @@
 """minivit.viz figures of 03_transformer_encoder.ipynb: each returns a Figure with the expected axes; bad input is refused."""
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display in tests
-
-import matplotlib.pyplot as plt
 import pytest
 import torch
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
 from minivit.viz import plot_attention_matrix, plot_attention_on_images, plot_predictions
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
 
 
 def _image_axes(fig):

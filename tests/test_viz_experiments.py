@@ -1,22 +1,11 @@
 """minivit.viz figures that compare runs (04_training_a_vit.ipynb)."""
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display in tests
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
 
 from minivit.history import History
 from minivit.viz import plot_accuracies, plot_confusion_matrices, plot_runs
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
 
 
 def _history(accs):

@@ -1,21 +1,10 @@
 """minivit.viz figures of the hybrid notebook (06_hybrid.ipynb)."""
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display in tests
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
 
 from minivit.viz import plot_compute_by_family, plot_feature_maps
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
 
 
 def test_feature_maps_image_then_maps_with_the_token_grid_on_the_last():

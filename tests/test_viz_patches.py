@@ -1,22 +1,11 @@
 """minivit.viz figures of 01_patches.ipynb: each returns a Figure with the expected axes; bad input is refused."""
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display in tests
-
-import matplotlib.pyplot as plt
 import pytest
 import torch
 from matplotlib.figure import Figure
 
 from minivit import PatchEmbed, patchify
 from minivit.viz import plot_patch_filters, plot_patch_grid, plot_patch_sequence, plot_patch_size_cost
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
 
 
 def _image(gen, c=3, h=32, w=48):

@@ -1,10 +1,5 @@
 """minivit.viz figures of 02_class_token_and_positions.ipynb: they draw exactly what they are given; bad input is refused."""
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display in tests
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
@@ -12,12 +7,6 @@ from matplotlib.figure import Figure
 
 from minivit import pos_embed_similarity, sincos_pos_embed_2d
 from minivit.viz import plot_grid_maps, plot_pos_embed_similarity
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
 
 
 def _similarity(rows=3, cols=4, dim=16):
