@@ -43,14 +43,17 @@ def plot_feature_maps(image, maps: dict, title: str | None = None, cmap: str = "
     return fig
 
 
-def plot_compute_by_family(ours: dict, paper: dict | None = None, title: str | None = None):
+def plot_compute_by_family(ours: dict, paper: dict | None = None, title: str | None = None,
+                           ylabel: str = "accuracy"):
     """Accuracy against compute for model families (pure ViT, hybrid, CNN), the paper's beside ours -> Figure.
 
     `ours`: {label: (FLOPs, seconds, accuracies)}, sequences of equal length (e.g. the values after every
     epoch), drawn as one line per label against training FLOPs and against wall time (log x).
     `paper`: {label: (exaFLOPs, accuracies)}, drawn first in its own panel (the paper's Table 6 / Fig. 5).
-    A label keeps one colour in every panel, so "ViT" in the paper's panel and in ours match."""
+    A label keeps one colour in every panel, so "ViT" in the paper's panel and in ours match; `ylabel` names
+    our accuracies (e.g. "validation accuracy")."""
     import numpy as np
+    from matplotlib.ticker import NullFormatter
     panels = [] if paper is None else [("paper", paper)]
     panels += [("flops", ours), ("seconds", ours)]
     series = {}
@@ -78,8 +81,9 @@ def plot_compute_by_family(ours: dict, paper: dict | None = None, title: str | N
                         markersize=4)
         xlabel = {"paper": "pre-training compute (exaFLOPs)", "flops": "training compute (FLOPs, forward + backward)",
                   "seconds": "training wall time (s)"}[kind]
-        ylabel = "ImageNet top-1 after fine-tuning (%)" if kind == "paper" else "test accuracy"
-        ax.set(xscale="log", xlabel=xlabel, ylabel=ylabel)
+        ax.set(xscale="log", xlabel=xlabel,
+               ylabel="ImageNet top-1 after fine-tuning (%)" if kind == "paper" else ylabel)
+        ax.xaxis.set_minor_formatter(NullFormatter())  # decades only: minor labels overlap on short ranges
         ax.set_title("paper (Table 6)" if kind == "paper" else "ours", fontsize=9)
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7, loc="lower right")

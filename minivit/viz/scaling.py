@@ -14,6 +14,7 @@ def plot_compute_accuracy(runs: dict, front=None, title: str | None = None):
     every epoch, drawn as one line per run); `front`: (FLOPs, accuracy) points of the Pareto front, joined by
     a grey line (the paper's Fig. 5 puts compute on a log axis the same way)."""
     import numpy as np
+    from matplotlib.ticker import NullFormatter
     if not runs:
         raise ValueError("expected at least one run: {label: (flops, seconds, accuracies)}")
     series = {}
@@ -31,6 +32,7 @@ def plot_compute_accuracy(runs: dict, front=None, title: str | None = None):
         if front is not None and col == 0 and len(front):
             ax.plot(*zip(*sorted(front)), "-", color="gray", lw=3, alpha=0.35, zorder=0, label="Pareto front")
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # decades only: minor labels overlap on short ranges
         ax.set(xlabel=xlabel, ylabel="test accuracy")
         ax.grid(alpha=0.3, which="both")
     ax_f.legend(fontsize=7, loc="lower right")
