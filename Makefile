@@ -48,7 +48,9 @@ test: unit notebooks
 
 bench: install data
 	$(BIN)/python benchmarks/throughput.py
-	$(BIN)/python benchmarks/time_to_accuracy.py
+	$(BIN)/python benchmarks/time_to_accuracy.py cifar10
+	$(BIN)/python benchmarks/time_to_accuracy.py cifar10-hybrid
+	$(BIN)/python benchmarks/time_to_accuracy.py fashion-mnist
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
