@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 import torch
 
 __all__ = ["CheckResult", "check_head_parameters", "check_patchify", "check_resize_pos_embed", "check_attention",
-           "check_lr_schedule", "check_forward_flops", "check_hybrid_tokens", "check_patch_centres"]
+           "check_lr_schedule", "check_forward_flops", "check_hybrid_tokens", "check_patch_centres",
+           "check_mean_attention_distance"]
 
 
 @dataclass(frozen=True)
@@ -273,4 +274,38 @@ def check_patch_centres(fn, verbose: bool = True) -> CheckResult:
         ("the same grid: every patch stays where it is", case((5, 5), (5, 5))),
         ("a non-square 8x8 -> 8x12 (rows, then columns)", case((8, 8), (8, 12))),
         ("a smaller grid, 6x6 -> 4x4", case((6, 6), (4, 4))),
+    ], verbose)
+
+
+# ---- 08_inspecting_vit.ipynb ---------------------------------------------------------------------------
+
+
+def _softmax_maps(b: int, layers: int, heads: int, tokens: int, seed: int, sharpness: float = 3.0) -> torch.Tensor:
+    """Random attention maps (B, L, heads, T, T) whose rows are softmax outputs (sum 1), like a ViT's."""
+    g = torch.Generator().manual_seed(seed)
+    return (sharpness * torch.randn(b, layers, heads, tokens, tokens, generator=g)).softmax(dim=-1)
+
+
+def check_mean_attention_distance(fn, verbose: bool = True) -> CheckResult:
+    """08_inspecting_vit: `fn(maps (B, L, heads, T, T), grid_size (h, w), patch_size) -> (L, heads)`: per layer
+    and head, the attention-weighted mean distance in pixels between the centres of each query patch and the
+    key patches, the [class] token (index 0) dropped and each row renormalised to sum 1 over the patches,
+    averaged over query patches and images -- as `minivit.inspection.mean_attention_distance`."""
+    from .inspection import mean_attention_distance
+
+    def case(b, layers, heads, grid, patch_size, seed, maps=None):
+        t = 1 + grid[0] * grid[1]
+        maps = _softmax_maps(b, layers, heads, t, seed) if maps is None else maps
+        expected = mean_attention_distance(maps, grid, patch_size)
+        return lambda: _compare(fn(maps.clone(), grid, patch_size), expected, atol=1e-3, what="distances")
+
+    t = 1 + 3 * 3
+    to_class = torch.zeros(1, 1, 1, t, t)
+    to_class[..., :, 0] = 0.5  # half of every row on [class]; the other half on the query patch itself or the next
+    to_class[..., 1:, 1:] = 0.25 * (torch.eye(t - 1) + torch.eye(t - 1).roll(1, dims=1))
+    to_class[..., 0, 1:] = 0.5 / (t - 1)
+    return _run("mean attention distance", [
+        ("random softmax maps, 2 images, 3 layers, 2 heads, a 4x4 grid of 8-pixel patches", case(2, 3, 2, (4, 4), 8, 0)),
+        ("a non-square 2x3 grid (rows, then columns)", case(1, 2, 3, (2, 3), 16, 1)),
+        ("half the attention on [class]: renormalise over the patches", case(1, 1, 1, (3, 3), 10, 2, maps=to_class)),
     ], verbose)

@@ -143,3 +143,38 @@ def test_patch_centres_are_where_bilinear_resizing_samples():
     inside = (rows >= 0) & (rows <= 3)  # F.interpolate clamps outside the old grid's first and last centres
     torch.testing.assert_close(out[inside], rows[inside])
     torch.testing.assert_close(out[~inside], rows[~inside].clamp(0, 3))
+
+
+def _distance_by_hand(maps, grid, patch_size, renormalize=True, drop_class=True, pixels=True):
+    """A student's mean attention distance, right by default; the flags make the typical mistakes."""
+    gh, gw = grid
+    ys, xs = torch.meshgrid(torch.arange(gh), torch.arange(gw), indexing="ij")
+    pos = torch.stack([ys.flatten(), xs.flatten()], -1).float() * (patch_size if pixels else 1)  # (N, 2)
+    dist = torch.cdist(pos, pos)  # (N, N)
+    a = maps[..., 1:, 1:] if drop_class else maps[..., 1:, :]
+    if not drop_class:  # counts the [class] column as distance 0
+        dist = torch.cat([torch.zeros(len(dist), 1), dist], dim=1)
+    if renormalize:
+        a = a / a.sum(-1, keepdim=True)
+    return (a * dist).sum(-1).mean(dim=(0, 3))  # (L, heads)
+
+
+def test_mean_attention_distance_check():
+    from minivit.exercises import check_mean_attention_distance
+    from minivit.inspection import mean_attention_distance
+    assert check_mean_attention_distance(mean_attention_distance, verbose=False)
+    assert check_mean_attention_distance(_distance_by_hand, verbose=False)  # corners or centres: same distances
+    r = check_mean_attention_distance(lambda m, g, p: _distance_by_hand(m, g, p, renormalize=False), verbose=False)
+    assert not r and "wrong values" in r.failures[0]
+    r = check_mean_attention_distance(lambda m, g, p: _distance_by_hand(m, g, p, drop_class=False), verbose=False)
+    assert not r and r.passed == 0
+    r = check_mean_attention_distance(lambda m, g, p: _distance_by_hand(m, g, p, pixels=False), verbose=False)
+    assert r.passed == 0  # in patches, not pixels
+    transposed = lambda m, g, p: _distance_by_hand(m.transpose(-1, -2), g, p)  # weights read column-wise
+    assert not check_mean_attention_distance(transposed, verbose=False)
+    swapped = lambda m, g, p: _distance_by_hand(m, (g[1], g[0]), p)  # rows and columns swapped
+    r = check_mean_attention_distance(swapped, verbose=False)
+    assert not r and any("non-square" in f for f in r.failures)
+    r = check_mean_attention_distance(lambda m, g, p: m.mean(dim=(0, 3, 4)), verbose=False)  # (L, heads), nonsense
+    assert r.passed == 0
+    assert "returned NoneType" in check_mean_attention_distance(lambda m, g, p: None, verbose=False).failures[0]

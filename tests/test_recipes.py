@@ -67,3 +67,15 @@ def test_fingerprint_tells_data_apart():
     assert recipes.fingerprint((x, y)) == recipes.fingerprint((x.clone(), y.clone()))
     assert recipes.fingerprint((x, y)) != recipes.fingerprint((x, y.roll(1)))
     assert recipes.fingerprint(None) is None
+
+
+def test_imagenette_recipes_train_on_every_image_at_128px():
+    quick, full = recipes.get("imagenette", "quick"), recipes.get("imagenette", "full")
+    assert quick.dataset == full.dataset == "imagenette" and quick.n_per_class is None and full.n_per_class is None
+    k = quick.fit_kwargs(10)
+    assert isinstance(k["augment"], Augment) and "transform" not in k and "mix" not in k  # cheap, batched
+    f = full.fit_kwargs(10)
+    assert callable(f["transform"]) and callable(f["mix"]) and f["workers"] > 0
+    assert quick.run_name("ViT-Nano/16") == f"imagenette-quick-nall-e{quick.epochs}-ViT-Nano-16"
+    images = torch.zeros(4, 3, 128, 128, dtype=torch.uint8)
+    assert k["augment"](images.float()).shape == (4, 3, 128, 128)  # the crop keeps the 128 px size
