@@ -51,9 +51,10 @@ def test_color_predictions_rows_mask_and_predictions():
     hidden = axes[1, 0].get_images()[0].get_array()  # (8, 8, 3): the corrupted patch greyed out
     assert np.allclose(hidden[:4, 4:], 0.5) and np.allclose(hidden[4:, :4], images[0, :, 4:, :4].permute(1, 2, 0) / 255)
     np.testing.assert_allclose(axes[2, 1].get_images()[0].get_array(), true[1].numpy())
-    shown = axes[3, 2].get_images()[0].get_array()  # predictions on corrupted patches, white elsewhere
+    shown = axes[3, 2].get_images()[0].get_array()  # predictions on corrupted patches, the true colour elsewhere
     np.testing.assert_allclose(shown[0, 1], [15 / 16] * 3)
-    np.testing.assert_allclose(shown[1, 0], [1.0, 1.0, 1.0])
+    np.testing.assert_allclose(shown[1, 0], true[2, 1, 0].numpy())
+    assert len(axes[3, 2].patches) == 1 and len(axes[2, 2].patches) == 0  # one red outline: the corrupted patch
     with pytest.raises(ValueError, match=r"true and predicted colours \(n, h, w, 3\)"):
         plot_color_predictions(images, true, pred[:2], mask)
     with pytest.raises(ValueError, match=r"expected a mask \(n, h, w\)"):

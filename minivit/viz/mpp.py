@@ -45,13 +45,15 @@ def plot_color_predictions(images, true_colors, predicted_colors, mask, titles=N
 
     One column per image, four rows: the image; the image with its corrupted patches greyed out (what the
     model could not see as it was; some were kept or swapped, as the corruption does); the true mean
-    colour of every patch (one square per patch); the predicted colour on corrupted patches, white
-    elsewhere (not predicted). `images`: (n, 3, H, W) uint8 or float in [0, 1]; `true_colors`,
+    colour of every patch (one square per patch); the predicted colour on the corrupted patches, each
+    outlined in red, and the true colour on the others (not predicted), so rows 3 and 4 differ only
+    where the model was asked. `images`: (n, 3, H, W) uint8 or float in [0, 1]; `true_colors`,
     `predicted_colors`: (n, h, w, 3) RGB in [0, 1] on the patch grid (e.g. `decode_color_code` of the
     codes); `mask`: (n, h, w) bool, the corrupted patches. `titles`: n strings, e.g. the classes. Used in 09.
     """
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.patches import Rectangle
     img, true, pred, m = (_as_numpy(a) for a in (images, true_colors, predicted_colors, mask))
     if img.ndim != 4 or img.shape[1] != 3:
         raise ValueError(f"expected images (n, 3, H, W), got shape {img.shape}")
@@ -69,9 +71,9 @@ def plot_color_predictions(images, true_colors, predicted_colors, mask, titles=N
     m = m.astype(bool)
     big = np.kron(m, np.ones((height // gh, width // gw), dtype=bool))  # (n, H, W): corrupted pixels
     hidden = np.where(big[..., None], 0.5, img)  # (n, H, W, 3)
-    shown = np.where(m[..., None], pred, 1.0)  # (n, h, w, 3)
+    shown = np.where(m[..., None], pred, true)  # (n, h, w, 3)
     rows = [("image", img), ("corrupted patches (grey)", hidden), ("true 3-bit mean colour", true),
-            ("predicted (corrupted patches)", shown)]
+            ("predicted (red outlines)", shown)]
     fig, axes = plt.subplots(4, n, figsize=(1.3 * n + 0.4, 5.6), squeeze=False, layout="constrained")
     for r, (label, tiles) in enumerate(rows):
         for c in range(n):
@@ -79,6 +81,9 @@ def plot_color_predictions(images, true_colors, predicted_colors, mask, titles=N
             ax.imshow(np.clip(tiles[c], 0, 1), interpolation="nearest", vmin=0, vmax=1)
             ax.set_xticks([])
             ax.set_yticks([])
+            if r == 3:
+                for y, x in zip(*np.nonzero(m[c])):
+                    ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, edgecolor="red", lw=0.8))
             if r == 0 and titles is not None:
                 ax.set_title(str(titles[c]), fontsize=8)
         axes[r, 0].set_ylabel(label, fontsize=7, rotation=0, ha="right", va="center")
