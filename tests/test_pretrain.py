@@ -109,3 +109,13 @@ def test_input_errors():
         pretrain_mpp(mpp, colour_images(8), epochs=0, normalize=norm)
     with pytest.raises(ValueError, match="uint8 tensor of RGB images"):  # a bad validation set fails before training
         pretrain_mpp(mpp, colour_images(8), torch.zeros(0, 3, 8, 8, dtype=torch.uint8), epochs=1, normalize=norm)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (the full profile's path: bf16 autocast, data on the GPU)")
+def test_pretraining_on_cuda():
+    mpp = MaskedPatchPrediction(tiny_model(seed=1))
+    train, val = colour_images(64, seed=0), colour_images(32, seed=1)
+    h = pretrain_mpp(mpp, train, val, epochs=3, batch_size=16, lr=1e-2, augment=make_augment("cifar10"),
+                     normalize=norm, device="cuda")
+    assert all(p.is_cuda for p in mpp.parameters()) and all(math.isfinite(v) for v in h.train_loss)
+    assert h.val_loss[-1] < math.log(512) - 0.5
