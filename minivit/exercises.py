@@ -20,7 +20,8 @@ import torch
 
 __all__ = ["CheckResult", "check_head_parameters", "check_patchify", "check_resize_pos_embed", "check_attention",
            "check_lr_schedule", "check_forward_flops", "check_hybrid_tokens", "check_patch_centres",
-           "check_mean_attention_distance"]
+           "check_mean_attention_distance",
+           "check_color_codes"]
 
 
 @dataclass(frozen=True)
@@ -308,4 +309,40 @@ def check_mean_attention_distance(fn, verbose: bool = True) -> CheckResult:
         ("random softmax maps, 2 images, 3 layers, 2 heads, a 4x4 grid of 8-pixel patches", case(2, 3, 2, (4, 4), 8, 0)),
         ("a non-square 2x3 grid (rows, then columns)", case(1, 2, 3, (2, 3), 16, 1)),
         ("half the attention on [class]: renormalise over the patches", case(1, 1, 1, (3, 3), 10, 2, maps=to_class)),
+    ], verbose)
+
+
+# ---- 09_masked_patch_prediction.ipynb ------------------------------------------------------------------
+
+
+def _off_edge_images(b: int, h: int, w: int, p: int, seed: int) -> torch.Tensor:
+    """Random uint8 images (b, 3, h, w) none of whose p x p patch means lies exactly on a 3-bit level edge
+    (k 255 / 8), where float rounding could honestly go either way."""
+    g = torch.Generator().manual_seed(seed)
+    while True:
+        x = torch.randint(0, 256, (b, 3, h, w), generator=g, dtype=torch.uint8)
+        sums = x.long().unfold(2, p, p).unfold(3, p, p).sum(dim=(-1, -2))  # (b, 3, h/p, w/p) exact sums
+        if not ((8 * sums) % (255 * p * p) == 0).any():
+            return x
+
+
+def check_color_codes(fn, verbose: bool = True) -> CheckResult:
+    """09_masked_patch_prediction: `fn(images uint8 (B, 3, H, W), patch_size) -> (B, N)` integer colour classes:
+    per patch (row by row, as `patchify`) the mean of each channel m in [0, 255], its 3-bit level
+    min(7, floor(8 m / 255)), and the class 64 r + 8 g + b -- what `minivit.mpp.patch_color_codes` computes."""
+    from .mpp import patch_color_codes
+
+    def case(images, p):
+        def run():
+            got = fn(images.clone(), p)
+            if isinstance(got, torch.Tensor) and got.is_floating_point():
+                return f"returned a {got.dtype} tensor, expected integer colour classes (e.g. torch.long)"
+            return _compare(got, patch_color_codes(images, p), atol=0, what="colour classes")
+        return run
+    pure = torch.tensor([[0, 0, 0], [255, 255, 255], [255, 0, 0], [0, 0, 255], [100, 150, 200]], dtype=torch.uint8)
+    constant = pure.view(5, 3, 1, 1).expand(5, 3, 4, 4).contiguous()  # one colour per image, 2 x 2 patches
+    return _run("colour codes", [
+        ("black, white, red, blue, (100, 150, 200): 0, 511, 448, 7, 230", case(constant, 2)),
+        ("random images, 8x8 with 4x4 patches", case(_off_edge_images(2, 8, 8, 4, 0), 4)),
+        ("a non-square 4x12 image (patches row by row)", case(_off_edge_images(1, 4, 12, 2, 1), 2)),
     ], verbose)

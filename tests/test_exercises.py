@@ -178,3 +178,38 @@ def test_mean_attention_distance_check():
     r = check_mean_attention_distance(lambda m, g, p: m.mean(dim=(0, 3, 4)), verbose=False)  # (L, heads), nonsense
     assert r.passed == 0
     assert "returned NoneType" in check_mean_attention_distance(lambda m, g, p: None, verbose=False).failures[0]
+
+
+def test_color_codes_check():
+    from minivit.exercises import check_color_codes
+    from minivit.mpp import patch_color_codes
+
+    def by_hand(images, p):  # the notebook's derivation
+        means = rearrange(patchify(images.double() / 255, p), "b n (pp c) -> b n pp c", c=3).mean(2)  # (B, N, 3)
+        levels = (means * 8).floor().clamp(max=7).long()
+        return 64 * levels[..., 0] + 8 * levels[..., 1] + levels[..., 2]
+
+    def bgr(images, p):  # blue read as the most significant level
+        codes = patch_color_codes(images, p)
+        return (codes % 8) * 64 + (codes // 8 % 8) * 8 + codes // 64
+
+    def no_clamp(images, p):  # white (m = 1) gives level 8: class 584, out of range
+        means = rearrange(patchify(images.double() / 255, p), "b n (pp c) -> b n pp c", c=3).mean(2)
+        levels = (means * 8).floor().long()
+        return 64 * levels[..., 0] + 8 * levels[..., 1] + levels[..., 2]
+
+    def rounded(images, p):  # the nearest level instead of the level whose bin holds the mean
+        means = rearrange(patchify(images.double() / 255, p), "b n (pp c) -> b n pp c", c=3).mean(2)
+        levels = (means * 7).round().long()
+        return 64 * levels[..., 0] + 8 * levels[..., 1] + levels[..., 2]
+
+    assert check_color_codes(patch_color_codes, verbose=False)
+    assert check_color_codes(by_hand, verbose=False)
+    r = check_color_codes(bgr, verbose=False)
+    assert not r and "wrong values" in r.failures[0]
+    r = check_color_codes(no_clamp, verbose=False)
+    assert r.passed == 2 and "black, white" in r.failures[0]  # only the white image goes wrong
+    assert not check_color_codes(rounded, verbose=False)
+    r = check_color_codes(lambda x, p: by_hand(x, p).float(), verbose=False)
+    assert r.passed == 0 and "expected integer colour classes" in r.failures[0]
+    assert "returned NoneType" in check_color_codes(lambda x, p: None, verbose=False).failures[0]

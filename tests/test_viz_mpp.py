@@ -1,0 +1,63 @@
+"""minivit.viz figures of the masked-patch-prediction notebook (09_masked_patch_prediction.ipynb)."""
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display in tests
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+
+from minivit.mpp import decode_color_code
+from minivit.viz import plot_color_predictions, plot_pretext_loss
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def test_pretext_loss_curves_and_baselines_on_one_axis_from_zero():
+    fig = plot_pretext_loss({"held-out": ([0, 1, 2], [math.log(512), 4.5, 3.9]), "train": ([1, 2], [4.8, 4.1])},
+                            {"ln 512": math.log(512), "H": 4.7})
+    (ax,) = fig.axes
+    lines = ax.get_lines()
+    curves = [l for l in lines if l.get_label() in ("held-out", "train")]
+    assert [list(l.get_ydata()) for l in curves] == [[math.log(512), 4.5, 3.9], [4.8, 4.1]]
+    flat = sorted(l.get_ydata()[0] for l in lines if l not in curves)  # the two dashed baselines
+    assert flat == pytest.approx([4.7, math.log(512)])
+    assert ax.get_ylim()[0] == 0 and ax.get_ylim()[1] >= math.log(512)
+    assert {t.get_text() for t in ax.texts} == {"ln 512: 6.24", "H: 4.70"}
+    with pytest.raises(ValueError, match="equal length"):
+        plot_pretext_loss({"x": ([0, 1], [1.0])}, {})
+    with pytest.raises(ValueError, match="at least one curve"):
+        plot_pretext_loss({}, {"H": 1.0})
+
+
+def test_color_predictions_rows_mask_and_predictions():
+    n, g = 3, 2
+    images = torch.randint(0, 256, (n, 3, 8, 8), dtype=torch.uint8)
+    true = decode_color_code(torch.arange(n * g * g).view(n, g, g))  # (n, g, g, 3)
+    pred = decode_color_code(torch.full((n, g, g), 511))  # all "white-ish" bin centre 15/16
+    mask = torch.zeros(n, g, g, dtype=torch.bool)
+    mask[:, 0, 1] = True  # the top-right patch of every image is corrupted
+    fig = plot_color_predictions(images, true, pred, mask, titles=["a", "b", "c"])
+    axes = np.array(fig.axes).reshape(4, n)
+    assert [ax.get_title() for ax in axes[0]] == ["a", "b", "c"]
+    hidden = axes[1, 0].get_images()[0].get_array()  # (8, 8, 3): the corrupted patch greyed out
+    assert np.allclose(hidden[:4, 4:], 0.5) and np.allclose(hidden[4:, :4], images[0, :, 4:, :4].permute(1, 2, 0) / 255)
+    np.testing.assert_allclose(axes[2, 1].get_images()[0].get_array(), true[1].numpy())
+    shown = axes[3, 2].get_images()[0].get_array()  # predictions on corrupted patches, the true colour elsewhere
+    np.testing.assert_allclose(shown[0, 1], [15 / 16] * 3)
+    np.testing.assert_allclose(shown[1, 0], true[2, 1, 0].numpy())
+    assert len(axes[3, 2].patches) == 1 and len(axes[2, 2].patches) == 0  # one red outline: the corrupted patch
+    with pytest.raises(ValueError, match=r"true and predicted colours \(n, h, w, 3\)"):
+        plot_color_predictions(images, true, pred[:2], mask)
+    with pytest.raises(ValueError, match=r"expected a mask \(n, h, w\)"):
+        plot_color_predictions(images, true, pred, mask[:, :1])
+    with pytest.raises(ValueError, match="expected 3 titles"):
+        plot_color_predictions(images, true, pred, mask, titles=["a"])
