@@ -58,6 +58,9 @@ _LAZY = {
     "resnet50_s32_backbone": "hybrid",
     "resnet_s16_backbone": "hybrid",
     "resnet_s4_backbone": "hybrid",
+    "evaluate_mpp": "pretrain",
+    "pretrain_mpp": "pretrain",
+    "pretrain_mpp_or_load": "pretrain",
 }
 
 
@@ -88,6 +91,9 @@ __all__ = [
     "resnet_s4_backbone",
     "LoadReport",
     "MaskedPatchPrediction",
+    "evaluate_mpp",
+    "pretrain_mpp",
+    "pretrain_mpp_or_load",
     "attention_rollout",
     "class_token_map",
     "corrupt_patches",
