@@ -141,6 +141,12 @@ RECIPES: dict[str, Recipe] = {
                                warmup_epochs=0.5, label_smoothing=0.1, augment="basic"),
     "imagenette-full": Recipe("imagenette-full", "imagenette", n_per_class=None, epochs=60, batch_size=256, lr=1e-3,
                               warmup_epochs=5.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True, workers=8),
+    # Imagenette at 64 px, to pre-train at a low resolution before fine-tuning at 128 px (notebook 07): train on
+    # `recipe.training_set(train).resized(64)`. Mirror only: the crops sized for 128 px do not fit 64-px images.
+    "imagenette64-quick": Recipe("imagenette64-quick", "imagenette", n_per_class=None, epochs=8, batch_size=128,
+                                 lr=2e-3, warmup_epochs=0.5, label_smoothing=0.1, augment="flip"),
+    "imagenette64-full": Recipe("imagenette64-full", "imagenette", n_per_class=None, epochs=100, batch_size=512,
+                                lr=2e-3, warmup_epochs=5.0, label_smoothing=0.1, augment="flip", mixup=True),
 }
 
 

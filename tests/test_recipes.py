@@ -79,3 +79,19 @@ def test_imagenette_recipes_train_on_every_image_at_128px():
     assert quick.run_name("ViT-Nano/16") == f"imagenette-quick-nall-e{quick.epochs}-ViT-Nano-16"
     images = torch.zeros(4, 3, 128, 128, dtype=torch.uint8)
     assert k["augment"](images.float()).shape == (4, 3, 128, 128)  # the crop keeps the 128 px size
+
+
+@pytest.mark.parametrize("profile", ["quick", "full"])
+def test_imagenette64_recipes_fit_64px_images(profile):
+    # pre-training at 64 px (notebook 07): the same data set (its normalisation), an augmentation that keeps any
+    # image size (no crop sized for 128 px), and the same classes as the 128-px recipe it hands over to
+    r, r128 = recipes.get("imagenette64", profile), recipes.get("imagenette", profile)
+    assert r.name == f"imagenette64-{profile}" and r.dataset == r128.dataset == "imagenette"
+    assert r.rand_augment is None and r.augment in ("flip", "none")
+    kwargs = r.fit_kwargs(10)
+    images = torch.randint(0, 256, (4, 3, 64, 64), dtype=torch.uint8)
+    assert kwargs["augment"](images, torch.Generator().manual_seed(0)).shape == (4, 3, 64, 64)
+    if r.mixup:
+        x, soft = kwargs["mix"](images.float() / 255, torch.arange(4))
+        assert x.shape == (4, 3, 64, 64) and soft.shape == (4, 10)
+    assert r.run_name("ViT-Nano/16") != r128.run_name("ViT-Nano/16")  # its own checkpoint
