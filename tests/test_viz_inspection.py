@@ -1,22 +1,11 @@
 """minivit.viz figures for inspecting a trained ViT (08_inspecting_vit.ipynb)."""
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display in tests
-
-import matplotlib.pyplot as plt
 from matplotlib.collections import PathCollection
 import numpy as np
 import pytest
 import torch
 
 from minivit.viz import plot_attention_distance
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
 
 
 def test_attention_distance_one_dot_per_head_and_layer_on_one_axis():

@@ -2,23 +2,12 @@
 
 import math
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display in tests
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
 
 from minivit.mpp import decode_color_code
 from minivit.viz import plot_color_predictions, plot_pretext_loss
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
 
 
 def test_pretext_loss_curves_and_baselines_on_one_axis_from_zero():
