@@ -68,8 +68,8 @@ BENCHMARKS = {
                          mlp_dim=128),
         budget=60.0, target=0.88, phases=[(1.0, 28)]),
     "cifar10-hybrid": dict(  # the same Transformer as "cifar10", its patches replaced by a CNN stem (06_hybrid)
-        recipe=Recipe("tta-cifar10-hybrid", "cifar10", n_per_class=None, epochs=1000, batch_size=512, lr=3e-3,
-                      warmup_epochs=50, label_smoothing=0.0, augment="basic"),
+        recipe=Recipe("tta-cifar10-hybrid", "cifar10", n_per_class=None, epochs=1000, batch_size=512, lr=4e-3,
+                      warmup_epochs=50, label_smoothing=0.0, augment="flip"),
         config=ViTConfig(image_size=32, patch_size=4, num_classes=10, dim=64, depth=4, heads=2, mlp_dim=128),
         budget=300.0, target=0.75, phases=[(1.0, 32)], build=_hybrid),
     "cifar10-gpu": dict(  # one H100: RandAugment in 12 DataLoader workers, MixUp/CutMix, bf16, torch.compile
