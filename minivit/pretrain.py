@@ -186,7 +186,7 @@ def pretrain_mpp_or_load(mpp: MaskedPatchPrediction, images, val=None, *, name: 
     written by the same pre-training: the same settings (their repr; `device` and `progress` aside), ViT
     config, corruption rates and images (a fingerprint of their bytes). If it is there, load its weights
     into `mpp` and return its History; else pre-train, save atomically, and return the new History."""
-    from .checkpoint import checkpoint_dir, read_checkpoint, save_checkpoint
+    from .checkpoint import train_or_load
     from .recipes import fingerprint
     _check_mpp(mpp)
 
@@ -197,15 +197,4 @@ def pretrain_mpp_or_load(mpp: MaskedPatchPrediction, images, val=None, *, name: 
            "model": mpp.vit.config.to_dict(),
            "corruption": [mpp.mask_ratio, mpp.mask_prob, mpp.random_prob, mpp.bits],
            "images": bytes_of(images), "val": bytes_of(val)}
-    path = checkpoint_dir() / f"{name}.pt"
-    if path.exists():
-        try:
-            state = read_checkpoint(path)
-        except ValueError:
-            state = None  # unreadable: pre-train again and overwrite it
-        if state is not None and state.get("run") == key:
-            mpp.load_state_dict(state["model"])
-            return History.from_dict(state["history"])
-    history = pretrain_mpp(mpp, images, val, **settings)
-    save_checkpoint(path, mpp, history=history.to_dict(), epoch=len(history), run=key)
-    return history
+    return train_or_load(name, mpp, key, lambda: pretrain_mpp(mpp, images, val, **settings))

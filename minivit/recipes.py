@@ -92,26 +92,14 @@ class Recipe:
         recipe, overrides, model config (or class and size) and data. If it is there, load its weights into
         `model` and return its History; else train, save, and return the new History. `History.epoch_time`
         holds the training seconds either way."""
-        from .checkpoint import checkpoint_dir, read_checkpoint, save_checkpoint, unwrap
-        from .history import History
+        from .checkpoint import train_or_load, unwrap
         config = getattr(unwrap(model), "config", None)
         key = {"recipe": self.to_dict(),
                "overrides": {k: repr(v) for k, v in sorted(overrides.items()) if k not in ("device", "progress")},
                "model": config.to_dict() if hasattr(config, "to_dict") else
                f"{type(model).__name__}({sum(p.numel() for p in model.parameters())})",
                "train": fingerprint(train), "val": fingerprint(val)}
-        path = checkpoint_dir() / f"{name}.pt"
-        if path.exists():
-            try:
-                state = read_checkpoint(path)
-            except ValueError:
-                state = None  # unreadable: train again and overwrite it
-            if state is not None and state.get("run") == key:
-                unwrap(model).load_state_dict(state["model"])
-                return History.from_dict(state["history"])
-        history = self.fit(model, train, val, **overrides)
-        save_checkpoint(path, model, history=history.to_dict(), epoch=len(history), run=key)
-        return history
+        return train_or_load(name, model, key, lambda: self.fit(model, train, val, **overrides))
 
     def run_name(self, model_name: str) -> str:
         """A checkpoint name for `model_name` trained with this recipe, e.g. "cifar10-quick-n500-e5-ViT-Nano-4"."""
