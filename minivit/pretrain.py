@@ -40,6 +40,7 @@ from . import data as mdata
 from .history import History
 from .mpp import MaskedPatchPrediction, mpp_loss, patch_color_codes
 from .optim import lr_factor, param_groups
+from .train import _autocast  # bf16 on CUDA, as in fit
 
 __all__ = ["evaluate_mpp", "pretrain_mpp", "pretrain_mpp_or_load"]
 
@@ -59,10 +60,6 @@ def _images(data, normalize):
         raise ValueError(f"expected a non-empty uint8 tensor of RGB images (N, 3, H, W) (the colour targets are "
                          f"computed from raw pixels), got {images.dtype} {tuple(images.shape)}")
     return images, norm
-
-
-def _autocast(device: torch.device):
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
 
 
 def _check_mpp(mpp) -> None:
