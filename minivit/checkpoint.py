@@ -27,15 +27,6 @@ from torch import nn
 FORMAT = "minivit-checkpoint/1"  # the "format" entry of every checkpoint this module writes
 
 
-def checkpoint_dir() -> Path:
-    """Where the notebooks keep the models they train for later notebooks: `<data root>/checkpoints`
-    (`data/checkpoints` in a checkout; git-ignored, like the data). Created on first use."""
-    from .data import data_root
-    path = data_root() / "checkpoints"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def unwrap(model: nn.Module) -> nn.Module:
     """The plain module inside DistributedDataParallel and/or torch.compile wrappers."""
     while hasattr(model, "module") or hasattr(model, "_orig_mod"):  # DDP / torch.compile wrappers
@@ -171,26 +162,6 @@ def load_checkpoint(path, model: nn.Module | None = None, *, optimizer=None, sch
             raise ValueError(f"{path} holds no scheduler state")
         scheduler.load_state_dict(state["scheduler"])
     return state
-
-
-def train_or_load(name: str, model: nn.Module, key: dict, train) -> "History":
-    """Load the run saved as `checkpoint_dir()/<name>.pt` into `model` when it was saved with the same `key`
-    (plain data saying what was trained how: recipe, config, data fingerprints); otherwise call `train()`, which
-    trains `model` and returns its `History`, and save the run atomically under that key. An unreadable file is
-    trained again and overwritten. Used by `Recipe.fit_or_load` and `pretrain_mpp_or_load`."""
-    from .history import History
-    path = checkpoint_dir() / f"{name}.pt"
-    if path.exists():
-        try:
-            state = read_checkpoint(path)
-        except ValueError:
-            state = None  # unreadable: train again and overwrite it
-        if state is not None and state.get("run") == key:
-            unwrap(model).load_state_dict(state["model"])
-            return History.from_dict(state["history"])
-    history = train()
-    save_checkpoint(path, model, history=history.to_dict(), epoch=len(history), run=key)
-    return history
 
 
 def load_model(path, device=None) -> nn.Module:

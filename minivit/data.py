@@ -23,13 +23,14 @@ writes <root>/cache/<name>-<split>.pt (atomic); later loads read that cache in a
 """
 from __future__ import annotations
 
-import argparse, gzip, hashlib, io, os, shutil, sys, tarfile, urllib.request, warnings, zlib
+import argparse, gzip, hashlib, io, operator, os, shutil, sys, tarfile, urllib.request, warnings, zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from . import smoke
 from .augment import POLICIES, Augment, make_augment, random_crop, random_flip  # noqa: F401  (re-exported)
 from .checkpoint import atomic_save
 
@@ -48,9 +49,14 @@ NORMALIZATION = {"cifar10": ((0.4913, 0.4821, 0.4465), (0.2452, 0.2428, 0.2606))
                  # ImageNet's; Imagenette-128's own are (.462, .458, .430) / (.278, .275, .297)
                  "imagenette": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))}
 SPLITS = ("train", "test")
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".webp")  # the image files read from tar archives
 ORDER_SEED = 0  # seed of the fixed permutation every split is stored and returned in (mixes the classes)
 CACHE_FORMAT = "minivit-data/2"  # the cache's "format" entry; a cache without it is rebuilt (older caches: class-sorted)
-OFFLINE_FILES = {"cifar10": ("cifar10-jpeg.tar.gz",), "imagenette": ("imagenette-128.tar.gz",),
+# The offline copies, preferred first. Imagenette's WebP copy (46 MB; the same images and split as the 81 MB JPEG
+# copy, WebP quality 80, 36 dB PSNR against it) fits where transfers are limited; when both are present the WebP
+# one is read, so every machine sees the same pixels.
+OFFLINE_FILES = {"cifar10": ("cifar10-jpeg.tar.gz",),
+                 "imagenette": ("imagenette-128-webp.tar.gz", "imagenette-128.tar.gz"),
                  "fashion-mnist": tuple(f"fashion-mnist/{s}-{k}-idx{d}-ubyte.gz" for s in ("train", "t10k")
                                         for k, d in (("images", 3), ("labels", 1)))}
 _FMNIST_PREFIX = {"train": "train", "test": "t10k"}
@@ -130,14 +136,24 @@ def load_dataset(name: str, split: str, root=None, download: bool = True) -> Ima
     seeded with `ORDER_SEED` (the same on every machine for a given copy of the data).
     Reads <root>/cache/<name>-<split>.pt when present (rebuilt with a warning if corrupt), else
     decodes the sources (see the module docstring) and writes that cache atomically.
+    In a smoke run (`minivit.smoke`, MINIVIT_SMOKE=1) it returns a stratified sliver of the split instead.
     """
+    ds = _load_whole(name, split, root, download)
+    if smoke.active():
+        ds = stratified_subset(ds, smoke.per_class(ds.split), seed=0)
+    return ds
+
+
+def _load_whole(name: str, split: str, root=None, download: bool = True) -> ImageDataset:
     split = _check_name_split(name, split)
     root = data_root(root)
     cache = root / "cache" / f"{name}-{split}.pt"
+    source = next((f for f in OFFLINE_FILES[name] if (root / f).exists()), None)  # what a decode would read
     if cache.exists():
         try:
             d = torch.load(cache, weights_only=True)
-            if d.get("format") == CACHE_FORMAT:  # else: a cache of an older minivit (class-sorted), rebuilt quietly
+            # rebuilt quietly: a cache of an older minivit (class-sorted), or of another copy than the preferred one
+            if d.get("format") == CACHE_FORMAT and not _stale(d, name, source):
                 return _validated(ImageDataset(d["images"], d["labels"], tuple(d["classes"]), name, split))
         except Exception as e:  # unreadable, truncated, wrong keys/shapes/dtypes
             warnings.warn(f"cache {cache} is unusable ({type(e).__name__}: {e}); rebuilding it from the source")
@@ -145,11 +161,19 @@ def load_dataset(name: str, split: str, root=None, download: bool = True) -> Ima
     order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(ORDER_SEED))  # (N,)
     ds = _validated(ImageDataset(images[order], labels[order], tuple(classes), name, split))
     try:
-        atomic_save({"format": CACHE_FORMAT, "images": ds.images, "labels": ds.labels, "classes": list(ds.classes)},
-                    cache)
+        atomic_save({"format": CACHE_FORMAT, "source": source, "images": ds.images, "labels": ds.labels,
+                     "classes": list(ds.classes)}, cache)
     except OSError as e:
         warnings.warn(f"could not write cache {cache} ({e}); the next load decodes again")
     return ds
+
+
+def _stale(cache: dict, name: str, source: str | None) -> bool:
+    """Whether a cache was decoded from another offline copy than `source`, the one preferred now. Caches of
+    older versions name no source; of the data sets, only Imagenette had another copy then, its JPEG one."""
+    if source is None:
+        return False
+    return (cache.get("source") or ("imagenette-128.tar.gz" if name == "imagenette" else source)) != source
 
 
 def _validated(ds: ImageDataset) -> ImageDataset:
@@ -168,10 +192,11 @@ def _build(name, split, root: Path, download: bool):
         looked = [root / "cifar10-jpeg.tar.gz", root / "cifar-10-batches-py"]
     elif name == "imagenette":
         tsv, tv_split = None, {"train": "train", "test": "val"}[split]
-        if (root / "imagenette-128.tar.gz").exists():
-            return _decode_tar(root / "imagenette-128.tar.gz", "imagenette-128", tv_split, "classes.tsv", SHAPES[name])
+        for f in OFFLINE_FILES[name]:
+            if (root / f).exists():
+                return _decode_tar(root / f, "imagenette-128", tv_split, "classes.tsv", SHAPES[name])
         official = root / "imagenette2-160.tgz"
-        looked = [root / "imagenette-128.tar.gz", official]
+        looked = [root / f for f in OFFLINE_FILES[name]] + [official]
         if not official.exists() and download:
             try:
                 _download(IMAGENETTE_URL, official)
@@ -241,7 +266,7 @@ def _read_idx(path: Path) -> np.ndarray:
 
 
 def _decode_tar(path: Path, top: str, split: str, tsv, shape):
-    """Decode every <top>/<split>/<class>/*.jp(e)g member of a tar archive, sorted by (class, file)."""
+    """Decode every <top>/<split>/<class>/*.jp(e)g or *.webp member of a tar archive, sorted by (class, file)."""
     from torchvision.transforms.v2.functional import resize
     files, names = [], None
     try:
@@ -251,18 +276,18 @@ def _decode_tar(path: Path, top: str, split: str, tsv, shape):
                 if tsv and m.name == f"{top}/{tsv}":
                     rows = [r.split("\t") for r in tf.extractfile(m).read().decode().splitlines() if r.strip()]
                     names = {w: n for w, n in rows}
-                if m.isfile() and len(parts) == 4 and parts[:2] == [top, split] and parts[3].lower().endswith((".jpg", ".jpeg")):
+                if m.isfile() and len(parts) == 4 and parts[:2] == [top, split] and parts[3].lower().endswith(IMAGE_EXTENSIONS):
                     files.append((parts[2], parts[3], tf.extractfile(m).read()))
     except (tarfile.TarError, OSError, EOFError, zlib.error) as e:
         raise RuntimeError(f"cannot read archive {path}: {type(e).__name__}: {e}. It is truncated or corrupt: "
                            "delete it and re-run `python -m minivit.data prepare` (or let it download again).") from e
     if not files:
-        raise RuntimeError(f"archive {path} holds no {top}/{split}/<class>/*.jpg images")
+        raise RuntimeError(f"archive {path} holds no {top}/{split}/<class>/*.jpg or *.webp images")
     files.sort(key=lambda f: f[:2])
     wnids = sorted({f[0] for f in files})
     names = names or (IMAGENETTE_CLASSES if top.startswith("imagenette") else {w: w for w in wnids})
     label_of = {w: i for i, w in enumerate(wnids)}
-    decode, decoded = _jpeg_decoder(), []
+    decode, decoded = _image_decoder(), []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # torchvision 0.29 deprecates its image io
         for cls, fname, blob in files:
@@ -277,24 +302,41 @@ def _decode_tar(path: Path, top: str, split: str, tsv, shape):
     return images, labels, [names.get(w, w) for w in wnids]
 
 
-def _jpeg_decoder():
-    """A function JPEG bytes -> uint8 (3, H, W): torchvision's decoder, else PIL (about 2x slower)."""
+def _image_decoder():
+    """A function JPEG or WebP bytes -> uint8 (3, H, W): torchvision's decoder (WebP from torchvision 0.20), else
+    PIL (about 2x slower)."""
+    from PIL import Image
+
+    def with_pil(b):
+        return torch.from_numpy(np.array(Image.open(io.BytesIO(b)).convert("RGB"))).permute(2, 0, 1)
     try:
-        from torchvision.io import ImageReadMode, decode_jpeg
+        from torchvision.io import ImageReadMode, decode_image
     except ImportError:
-        from PIL import Image
-        return lambda b: torch.from_numpy(np.array(Image.open(io.BytesIO(b)).convert("RGB"))).permute(2, 0, 1)
-    return lambda b: decode_jpeg(torch.frombuffer(bytearray(b), dtype=torch.uint8), mode=ImageReadMode.RGB)
+        return with_pil
+
+    def decode(b):
+        try:
+            return decode_image(torch.frombuffer(bytearray(b), dtype=torch.uint8), mode=ImageReadMode.RGB)
+        except RuntimeError:  # a torchvision without WebP support; PIL's error names a corrupt file
+            return with_pil(b)
+    return decode
 
 
 def stratified_subset(dataset: ImageDataset, n_per_class: int, seed: int = 0) -> ImageDataset:
-    """Exactly `n_per_class` examples of every class, chosen by `seed`, in an order (also from `seed`) that mixes
-    the classes whatever the order of `dataset`."""
+    """Exactly `n_per_class` (>= 1) examples of every class, chosen by `seed`, in an order (also from `seed`) that
+    mixes the classes whatever the order of `dataset`. In a smoke run (`minivit.smoke`) a request beyond what a
+    class has takes all of it, since the smoke run's splits are slivers."""
+    try:
+        n_per_class = None if isinstance(n_per_class, bool) else operator.index(n_per_class)
+    except TypeError:
+        n_per_class = None
+    if n_per_class is None or n_per_class < 1:
+        raise ValueError(f"n_per_class must be a positive int (images per class), got {n_per_class!r}")
     g = torch.Generator().manual_seed(seed)
-    picked = []
+    picked, capped = [], smoke.active()
     for c in range(len(dataset.classes)):
         idx = (dataset.labels == c).nonzero().squeeze(1)  # (n_c,)
-        if len(idx) < n_per_class:
+        if len(idx) < n_per_class and not capped:
             raise ValueError(f"class {c} ({dataset.classes[c]!r}) has {len(idx)} examples, fewer than n_per_class={n_per_class}")
         picked.append(idx[torch.randperm(len(idx), generator=g)[:n_per_class]])
     picked = torch.cat(picked)  # (K * n_per_class,), grouped by class

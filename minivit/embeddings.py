@@ -65,6 +65,7 @@ def resize_pos_embed(
     num_prefix_tokens: int = 1,
     mode: str = "bicubic",
     antialias: bool = True,
+    align_corners: bool = False,
 ) -> torch.Tensor:
     """2D-interpolate position embeddings to a new patch grid (§3.2).
 
@@ -72,7 +73,15 @@ def resize_pos_embed(
     The prefix ([class]) embeddings are kept as they are; the patch embeddings
     are laid out on their (old_h, old_w) grid, resized to (new_h, new_w) and
     flattened row-major again. Identity when the grid does not change.
+
+    Conventions: the default -- bicubic, antialiased, patch *centres* aligned
+    (`align_corners=False`) -- is timm's `resample_abs_pos_embed` and DeiT's. The
+    paper's authors' code (`vit_jax/checkpoint.py`, `interpolate_posembed`) calls
+    `scipy.ndimage.zoom(grid, zoom, order=1)`: linear, with the *corner* patches
+    aligned; `mode="bilinear", antialias=False, align_corners=True` reproduces it.
     """
+    if mode not in ("bicubic", "bilinear"):
+        raise ValueError(f"mode must be 'bicubic' or 'bilinear', got {mode!r}")
     old_h, old_w = _grid(old_grid)
     new_h, new_w = _grid(new_grid)
     if pos_embed.ndim != 3 or pos_embed.shape[0] != 1:
@@ -87,7 +96,7 @@ def resize_pos_embed(
         return pos_embed
     prefix, patches = pos_embed[:, :num_prefix_tokens], pos_embed[:, num_prefix_tokens:]
     grid = rearrange(patches, "1 (h w) d -> 1 d h w", h=old_h).float()  # (1, D, old_h, old_w)
-    grid = F.interpolate(grid, size=(new_h, new_w), mode=mode, antialias=antialias, align_corners=False)
+    grid = F.interpolate(grid, size=(new_h, new_w), mode=mode, antialias=antialias, align_corners=align_corners)
     patches = rearrange(grid, "1 d h w -> 1 (h w) d").to(pos_embed.dtype)  # (1, new_h*new_w, D)
     return torch.cat([prefix, patches], dim=1)  # (1, prefix + new_h*new_w, D)
 

@@ -10,8 +10,13 @@ models on PyTorch's `meta` device and nothing is allocated or computed, only sha
     count_flops(model, (1, 3, 224, 224))               # 35.1e9 per image, forward
     count_flops(model, (1, 3, 224, 224), backward=True)  # forward + backward, about 3x
 
-Many tables (timm, DeiT) quote multiply-adds and call them FLOPs: their 17.6 "GFLOPs" for ViT-B/16 at
-224 px is our 35.1e9 / 2. The paper's Table 6 gives pre-training compute in exaFLOPs (10^18).
+Many tables quote multiply-adds: timm's model cards list ViT-B/16 at 224 px as 17.6 "GMACs", and papers' tables
+often call the same number "GFLOPs"; it is our 35.1e9 / 2. The paper's Table 6 gives pre-training compute in
+exaFLOPs (10^18).
+
+The count is the same on every device. PyTorch's fused attention kernels are counted only where the counter knows
+their formula (the CUDA ones, not the CPU one), so `count_flops` runs attention through its written-out math
+(`SDPBackend.MATH`: the two matrix products Q K^T and A V) -- 2·T²·D FLOPs each per layer and image, T tokens.
 
 Introduced in 05_scaling.ipynb.
 """
@@ -20,7 +25,27 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
+
+
+def _summed(out) -> torch.Tensor:
+    """The sum of every floating-point tensor in a model's output (a tensor, or a tuple, list, dict or named tuple
+    of them, e.g. `MaskedPatchPrediction`'s), for a backward pass through all of them."""
+    if isinstance(out, torch.Tensor):
+        return out.float().sum() if out.is_floating_point() else out.new_zeros((), dtype=torch.float32)
+    parts = out.values() if isinstance(out, dict) else out if isinstance(out, (tuple, list)) else None
+    if parts is None:
+        raise ValueError(f"cannot count a backward pass through a {type(out).__name__} output; expected tensors, "
+                         "or tuples, lists or dicts of them")
+    return sum((_summed(p) for p in parts), torch.zeros((), device=_device_of(out)))
+
+
+def _device_of(out) -> torch.device:
+    for t in (out.values() if isinstance(out, dict) else out):
+        if isinstance(t, torch.Tensor):
+            return t.device
+    return torch.device("cpu")
 
 
 def count_flops(model: nn.Module, input_shape: tuple[int, ...], backward: bool = False) -> int:
@@ -28,8 +53,10 @@ def count_flops(model: nn.Module, input_shape: tuple[int, ...], backward: bool =
     (B, C, H, W), plus the backward pass of the summed output with `backward=True`.
 
     The input is made on the model's device: on the `meta` device the count costs no memory and no
-    arithmetic. The model's train/eval mode is kept; its gradients are not touched on a real device
-    (they are set to None again after a backward count).
+    arithmetic. Attention is counted through its written-out matrix products, so the count is the same on
+    every device. With `backward=True` the output may be a tensor or a tuple, list or dict of tensors (its
+    floating-point tensors are summed). The model's train/eval mode is kept; its gradients are not touched on
+    a real device (they are set to None again after a backward count).
     """
     params = list(model.parameters())
     if not params:
@@ -39,11 +66,11 @@ def count_flops(model: nn.Module, input_shape: tuple[int, ...], backward: bool =
     x = torch.zeros(input_shape, device=params[0].device, dtype=params[0].dtype)
     grads = [p.grad for p in params]
     try:
-        with FlopCounterMode(display=False) as counter:
+        with FlopCounterMode(display=False) as counter, sdpa_kernel(SDPBackend.MATH):
             with torch.set_grad_enabled(backward):
                 out = model(x)
                 if backward:
-                    out.float().sum().backward()
+                    _summed(out).backward()
     finally:
         for p, g in zip(params, grads):
             p.grad = g

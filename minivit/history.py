@@ -27,6 +27,7 @@ class History:
     step_lr: list = field(default_factory=list)  # learning rate of every optimizer step, in order
     steps_per_epoch: int | None = None  # optimizer steps in a full epoch (to place step_lr on the epoch axis)
     step_grad_norm: list = field(default_factory=list)  # global gradient norm of every step, before clipping
+    loaded_from: str | None = None  # the checkpoint this run was loaded from (fit_or_load), None if trained now
 
     def append(self, **row) -> None:
         for k in _METRICS:

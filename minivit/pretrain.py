@@ -15,7 +15,7 @@ learning rate decay." Our loop is `minivit.train.fit`'s, with the pretext task i
 
 `evaluate_mpp` measures the pretext loss and colour accuracy on held-out images under a fixed corruption;
 `pretrain_mpp_or_load` trains and saves the `MaskedPatchPrediction` model under
-`minivit.checkpoint.checkpoint_dir()/<name>.pt`, or loads it when the same pre-training was done before
+`minivit.recipes.checkpoint_dir()/<name>.pt`, or loads it when the same pre-training was done before
 (the same settings, model and images), like `minivit.recipes.Recipe.fit_or_load`.
 
     mpp = MaskedPatchPrediction(ViT.from_preset("ViT-Nano/4"))
@@ -37,6 +37,7 @@ import torch
 from torch import nn
 
 from . import data as mdata
+from . import smoke
 from .history import History
 from .mpp import MaskedPatchPrediction, mpp_loss, patch_color_codes
 from .optim import lr_factor, param_groups
@@ -111,12 +112,14 @@ def pretrain_mpp(mpp: MaskedPatchPrediction, images, val=None, *, epochs: int, b
     colour accuracy; val_loss / val_acc the same on `val`; step_lr and step_grad_norm every step's
     learning rate and gradient norm (before clipping). `seed` seeds the shuffling, the augmentation
     and the corruption (and torch's global RNG, as `fit` does). A non-finite loss raises
-    FloatingPointError. The model ends in the train/eval mode it started in.
+    FloatingPointError. The model ends in the train/eval mode it started in. A smoke run (`minivit.smoke`)
+    caps `epochs` and `batch_size`.
     """
     from tqdm.auto import tqdm
 
     from .profile import default_device
     _check_mpp(mpp)
+    epochs, batch_size, warmup_epochs, _ = smoke.run_size(epochs, batch_size, warmup_epochs)
     if epochs < 1 or batch_size < 1 or lr <= 0:
         raise ValueError(f"epochs and batch_size must be >= 1 and lr > 0, got {epochs}, {batch_size} and {lr}")
     images, norm = _images(images, normalize)
@@ -182,9 +185,10 @@ def pretrain_mpp_or_load(mpp: MaskedPatchPrediction, images, val=None, *, name: 
     """Like `pretrain_mpp(mpp, images, val, **settings)`, but first look for `checkpoint_dir()/<name>.pt`
     written by the same pre-training: the same settings (their repr; `device` and `progress` aside), ViT
     config, corruption rates and images (a fingerprint of their bytes). If it is there, load its weights
-    into `mpp` and return its History; else pre-train, save atomically, and return the new History."""
-    from .checkpoint import train_or_load
-    from .recipes import fingerprint
+    into `mpp` and return its History; else pre-train, save atomically, and return the new History. Either way
+    `mpp` ends on the run's device (`device=...`, else `pretrain_mpp`'s default)."""
+    from .profile import default_device
+    from .recipes import fingerprint, train_or_load
     _check_mpp(mpp)
 
     def bytes_of(d):
@@ -194,4 +198,5 @@ def pretrain_mpp_or_load(mpp: MaskedPatchPrediction, images, val=None, *, name: 
            "model": mpp.vit.config.to_dict(),
            "corruption": [mpp.mask_ratio, mpp.mask_prob, mpp.random_prob, mpp.bits],
            "images": bytes_of(images), "val": bytes_of(val)}
-    return train_or_load(name, mpp, key, lambda: pretrain_mpp(mpp, images, val, **settings))
+    return train_or_load(name, mpp, key, lambda: pretrain_mpp(mpp, images, val, **settings),
+                         device=settings.get("device") or default_device())

@@ -10,7 +10,10 @@ Every notebook starts with
 
 The profile is chosen by the device (CUDA -> "full", otherwise "quick") and can be
 forced with the environment variable MINIVIT_PROFILE=quick|full (for example to
-run the quick notebooks on a GPU, or the full ones on a patient CPU).
+run the quick notebooks on a GPU, or the full ones on a patient CPU). MINIVIT_SMOKE=1 adds
+the smoke run (`minivit.smoke`): the profile's code paths with a sliver of its work, so
+`MINIVIT_PROFILE=full MINIVIT_SMOKE=1` checks the GPU path on a CPU in minutes;
+`profile.smoke` is then True and the profile's line says "smoke".
 Nothing happens on import: the device is looked up when `get_profile()` is called.
 """
 
@@ -57,6 +60,7 @@ class Profile:
 
     name: str  # "quick" (CPU, minutes) or "full" (GPU, the real recipe)
     device: torch.device  # where models and batches go
+    smoke: bool = False  # a smoke run (minivit.smoke): this profile's code paths, a sliver of its work
 
     def __post_init__(self) -> None:
         if self.name not in PROFILES:
@@ -73,18 +77,22 @@ class Profile:
 
     def describe(self) -> str:
         """One line for the top of a notebook: profile, device, torch version, CPU threads."""
-        return (f"minivit profile={self.name} device={self.device.type} ({_device_name(self.device)}) "
+        name = f"{self.name} (smoke: a sliver of the work, claims not checked)" if self.smoke else self.name
+        return (f"minivit profile={name} device={self.device.type} ({_device_name(self.device)}) "
                 f"torch={torch.__version__} threads={torch.get_num_threads()}")
 
     def __str__(self) -> str:
         return self.describe()
 
 
-def get_profile(name: str | None = None, device: torch.device | str | None = None) -> Profile:
+def get_profile(name: str | None = None, device: torch.device | str | None = None,
+                smoke: bool | None = None) -> Profile:
     """The run profile: `name`, else $MINIVIT_PROFILE, else "full" on CUDA and "quick" otherwise.
 
-    `device` defaults to `default_device()`. A bad name raises ValueError listing the valid ones.
+    `device` defaults to `default_device()`; `smoke` to $MINIVIT_SMOKE (`minivit.smoke.active()`). A bad name
+    raises ValueError listing the valid ones.
     """
+    from . import smoke as _smoke
     device = torch.device(device) if device is not None else default_device()
     if name is None:
         env = os.environ.get(ENV_VAR, "").strip()
@@ -97,4 +105,4 @@ def get_profile(name: str | None = None, device: torch.device | str | None = Non
             name = "full" if device.type == "cuda" else "quick"
     if name not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {name!r}")
-    return Profile(name, device)
+    return Profile(name, device, _smoke.active() if smoke is None else bool(smoke))

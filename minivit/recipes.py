@@ -10,9 +10,11 @@ and, for the full profile, per-image RandAugment in DataLoader workers and MixUp
 compare models (a ViT and a CNN, a pure ViT and a hybrid) train each with the same recipe.
 
 `Recipe.fit_or_load(model, train, val, name=...)` trains and saves the model under
-`minivit.checkpoint.checkpoint_dir()/<name>.pt`, or loads it when a checkpoint of the same training is
-there -- the same recipe, model config, training and validation images (a fingerprint of their bytes).
-So one notebook reuses a model another trained, and each still runs alone. Delete the folder to retrain.
+`checkpoint_dir()/<name>.pt`, or loads it when a checkpoint of the same training is there -- the same
+recipe, model config, training and validation images (a fingerprint of their bytes). So one notebook
+reuses a model another trained, and each still runs alone. Delete the folder to retrain. Trained or
+loaded, the model ends on the run's device. `train_or_load` is that cache, for any training function
+(`minivit.pretrain.pretrain_mpp_or_load` uses it too); `minivit.checkpoint` only saves and loads.
 
 Introduced in 04_training_a_vit.ipynb.
 """
@@ -21,9 +23,54 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
+
+from .checkpoint import read_checkpoint, save_checkpoint, unwrap
+from .history import History
+
+
+def checkpoint_dir() -> Path:
+    """Where the notebooks keep the models they train for later notebooks: `<data root>/checkpoints`
+    (`data/checkpoints` in a checkout; git-ignored, like the data), or `<data root>/checkpoints-smoke` in a smoke
+    run (`minivit.smoke`), so a smoke run never replaces a real one. Created on first use."""
+    from . import smoke
+    from .data import data_root
+    path = data_root() / ("checkpoints-smoke" if smoke.active() else "checkpoints")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def train_or_load(name: str, model: nn.Module, key: dict, train, device=None) -> History:
+    """Load the run saved as `checkpoint_dir()/<name>.pt` into `model` when it was saved with the same `key`
+    (plain data saying what was trained how: recipe, config, data fingerprints); otherwise call `train()`, which
+    trains `model` and returns its `History`, and save the run atomically under that key. An unreadable file, or
+    one saved under another key, is trained again and replaced: the name belongs to this cache.
+
+    Either way the model ends on `device` (default: where `train()` left it, else where it was), so the caller
+    never sees a trained model on the GPU and a loaded one on the CPU. The History's `loaded_from` says which
+    happened (the path, or None)."""
+    path = checkpoint_dir() / f"{name}.pt"
+    if path.exists():
+        try:
+            state = read_checkpoint(path)
+        except ValueError:
+            state = None  # unreadable: train again and overwrite it
+        if state is not None and state.get("run") == key:
+            unwrap(model).load_state_dict(state["model"])
+            if device is not None:
+                model.to(device)
+            history = History.from_dict(state["history"])
+            history.loaded_from = str(path)
+            return history
+    history = train()
+    if device is not None:
+        model.to(device)
+    save_checkpoint(path, model, history=history.to_dict(), epoch=len(history), run=key)
+    return history
 
 
 def fingerprint(data) -> str | None:
@@ -91,15 +138,17 @@ class Recipe:
         """Like `fit`, but first look for `checkpoint_dir()/<name>.pt` written by the same training: the same
         recipe, overrides, model config (or class and size) and data. If it is there, load its weights into
         `model` and return its History; else train, save, and return the new History. `History.epoch_time`
-        holds the training seconds either way."""
-        from .checkpoint import train_or_load, unwrap
+        holds the training seconds either way, `History.loaded_from` the checkpoint when it was loaded. The model
+        ends on the run's device (`device=...`, else `fit`'s default) whether it was trained or loaded."""
+        from .profile import default_device
         config = getattr(unwrap(model), "config", None)
         key = {"recipe": self.to_dict(),
                "overrides": {k: repr(v) for k, v in sorted(overrides.items()) if k not in ("device", "progress")},
                "model": config.to_dict() if hasattr(config, "to_dict") else
                f"{type(model).__name__}({sum(p.numel() for p in model.parameters())})",
                "train": fingerprint(train), "val": fingerprint(val)}
-        return train_or_load(name, model, key, lambda: self.fit(model, train, val, **overrides))
+        device = overrides.get("device") or default_device()
+        return train_or_load(name, model, key, lambda: self.fit(model, train, val, **overrides), device=device)
 
     def run_name(self, model_name: str) -> str:
         """A checkpoint name for `model_name` trained with this recipe, e.g. "cifar10-quick-n500-e5-ViT-Nano-4"."""

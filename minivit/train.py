@@ -33,6 +33,7 @@ Shape legend: B batch, C channels, H W image size, K classes.
 from __future__ import annotations
 
 import math
+import os
 import time
 from functools import partial
 from pathlib import Path
@@ -44,6 +45,7 @@ from tqdm.auto import tqdm
 
 from . import checkpoint as ckpt
 from . import data as mdata
+from . import smoke
 from .history import History
 from .optim import budget_lr_factor, lr_factor, param_groups
 
@@ -75,6 +77,14 @@ def _all_sum(values: list[float], device) -> list[float]:
     if _dist()[1] > 1:
         torch.distributed.all_reduce(t)
     return t.tolist()
+
+
+def _cpu_count() -> int:
+    """The CPU cores this process may use (its affinity where the OS reports it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
 
 
 def _autocast(device: torch.device):
@@ -184,8 +194,10 @@ def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128
         then only an upper bound. "budget" cannot resume.
     on_epoch_end: called with the History after each epoch; returning True stops the run.
     A non-finite loss raises FloatingPointError. The model ends in the train/eval mode it started in.
+    `workers` is capped by the CPU cores; a smoke run (`minivit.smoke`) caps `epochs` and `batch_size`.
     """
     from .profile import default_device
+    epochs, batch_size, warmup_epochs, time_budget = smoke.run_size(epochs, batch_size, warmup_epochs, time_budget)
     if epochs < 1 or batch_size < 1:
         raise ValueError(f"epochs and batch_size must be >= 1, got {epochs} and {batch_size}")
     if schedule not in ("epochs", "budget"):
@@ -202,6 +214,7 @@ def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128
         raise ValueError(f"labels go up to {int(labels.max())} but the model has num_classes={k}")
     if workers < 0 or (workers and transform is None):
         raise ValueError(f"workers must be >= 0 and needs a per-image transform, got workers={workers}")
+    workers = min(workers, _cpu_count())  # more processes than cores only queue
     if device.type == "cuda" and transform is None:  # the whole uint8 set fits on a GPU; no copy per batch
         images, labels = images.to(device), labels.to(device)
     model.to(device)

@@ -354,3 +354,32 @@ def test_resized_keeps_labels_and_averages_pixels():
     assert ds.resized((8, 8)) is ds and ds.resized((4, 6)).images.shape == (4, 3, 4, 6)
     with pytest.raises(ValueError, match="size must be positive"):
         ds.resized(0)
+
+
+def _webp(value, size=(128, 128)) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(np.full((*size, 3), value % 256, dtype=np.uint8)).save(buf, "WEBP", quality=90)
+    return buf.getvalue()
+
+
+def test_imagenette_webp_copy_is_read_and_preferred(tmp_path):
+    _imagenette_tar(tmp_path / "imagenette-128.tar.gz", "imagenette-128", ".jpg", (128, 128))
+    jpeg = load_dataset("imagenette", "test", root=tmp_path)
+    members = {f"imagenette-128/{split}/{w}/img{i}.webp": _webp(100 * k + 20 * i + 7)
+               for split in ("train", "val") for k, w in enumerate(WNIDS) for i in range(2)}
+    members["imagenette-128/classes.tsv"] = "".join(f"{w}\t{n}\n" for w, n in WNIDS.items()).encode()
+    _write_tar(tmp_path / "imagenette-128-webp.tar.gz", members)
+    webp = load_dataset("imagenette", "test", root=tmp_path)  # the JPEG copy's cache is stale now: rebuilt
+    assert webp.classes == jpeg.classes and torch.equal(webp.labels, jpeg.labels)
+    assert (webp.images.float() - jpeg.images.float()).mean().item() == pytest.approx(7, abs=2)
+    cached = torch.load(tmp_path / "cache" / "imagenette-test.pt", weights_only=True)
+    assert cached["source"] == "imagenette-128-webp.tar.gz"
+    assert torch.equal(load_dataset("imagenette", "test", root=tmp_path).images, webp.images)  # from the cache
+
+
+@pytest.mark.parametrize("n", [0, -1, 2.5, True, "3"])
+def test_stratified_subset_refuses_a_non_positive_count(n):
+    ds = ImageDataset(torch.zeros(6, 1, 2, 2, dtype=torch.uint8), torch.tensor([0, 1] * 3), ("a", "b"),
+                      "fashion-mnist", "test")
+    with pytest.raises(ValueError, match="positive int"):
+        stratified_subset(ds, n)

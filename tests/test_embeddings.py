@@ -75,3 +75,22 @@ def test_similarity_map():
     diag = torch.stack([sim[i, j, i, j] for i in range(5) for j in range(5)])
     torch.testing.assert_close(diag, torch.ones(25))
     assert sim[2, 2, 2, 3] > sim[2, 2, 2, 4] > sim[2, 2, 0, 0]  # nearer patches are more similar
+
+
+def test_align_corners_reproduces_the_authors_scipy_zoom():
+    # vit_jax/checkpoint.py::interpolate_posembed: scipy.ndimage.zoom(posemb_grid, (new/old, new/old, 1), order=1)
+    scipy_ndimage = pytest.importorskip("scipy.ndimage")
+    g = torch.Generator().manual_seed(0)
+    pe = torch.randn(1, 1 + 4 * 4, 5, generator=g, dtype=torch.float64)
+    ours = resize_pos_embed(pe, 4, 8, mode="bilinear", antialias=False, align_corners=True)
+    grid = pe[0, 1:].reshape(4, 4, 5).numpy()
+    theirs = torch.from_numpy(scipy_ndimage.zoom(grid, (8 / 4, 8 / 4, 1), order=1)).reshape(1, 64, 5)
+    torch.testing.assert_close(ours[:, 1:], theirs, atol=1e-6, rtol=0)  # resize_pos_embed computes in float32
+    assert torch.equal(ours[:, :1], pe[:, :1])
+    centred = resize_pos_embed(pe, 4, 8, mode="bilinear", antialias=False)  # timm's centre alignment differs
+    assert (centred - ours).abs().max() > 0.1
+
+
+def test_mode_is_checked():
+    with pytest.raises(ValueError, match="mode must be"):
+        resize_pos_embed(torch.zeros(1, 17, 4), 4, 8, mode="nearest")

@@ -40,3 +40,38 @@ def test_bad_inputs():
         count_flops(nn.ReLU(), (1, 3))
     with pytest.raises(ValueError, match=r"input shape of positive ints"):
         count_flops(nn.Linear(3, 3), (0, 3))
+
+
+def _models():
+    from minivit import CifarResNet, HybridEmbed, resnet_s4_backbone
+    c = ViT.from_preset("ViT-Nano/4").config
+    return {"ViT": lambda: ViT(c),
+            "hybrid": lambda: ViT(c, patch_embed=HybridEmbed(resnet_s4_backbone(), image_size=32, in_channels=3,
+                                                             dim=c.dim)),
+            "CNN": lambda: CifarResNet.from_preset("ResNet-14")}
+
+
+@pytest.mark.parametrize("name", ["ViT", "hybrid", "CNN"])
+def test_the_count_is_the_same_on_every_device(name):
+    # PyTorch's fused CPU attention kernel has no FLOP formula: counted naively, attention would vanish on the CPU
+    build = _models()[name]
+    cpu = build()
+    with torch.device("meta"):
+        meta = build()
+    for backward in (False, True):
+        assert count_flops(cpu, (2, 3, 32, 32), backward=backward) == count_flops(meta, (2, 3, 32, 32),
+                                                                                backward=backward)
+
+
+def test_vit_nano_counts_attention_on_the_cpu():
+    model = ViT.from_preset("ViT-Nano/4")  # D = 64, 4 layers, T = 65 tokens, MLP 2D, 10 classes
+    t, d, layers, m = 65, 64, 4, 128
+    formula = 2 * (64 * 48 * d + layers * (t * (4 * d * d + 2 * d * m) + 2 * t * t * d) + d * 10)
+    assert count_flops(model, (1, 3, 32, 32)) == formula
+
+
+def test_backward_through_a_model_whose_output_is_not_a_tensor():
+    from minivit import MaskedPatchPrediction
+    mpp = MaskedPatchPrediction(ViT.from_preset("ViT-Nano/4"))
+    fwd = count_flops(mpp, (2, 3, 32, 32))
+    assert 2.5 * fwd < count_flops(mpp, (2, 3, 32, 32), backward=True) < 3.1 * fwd

@@ -95,3 +95,28 @@ def test_imagenette64_recipes_fit_64px_images(profile):
         x, soft = kwargs["mix"](images.float() / 255, torch.arange(4))
         assert x.shape == (4, 3, 64, 64) and soft.shape == (4, 10)
     assert r.run_name("ViT-Nano/16") != r128.run_name("ViT-Nano/16")  # its own checkpoint
+
+
+def test_fit_or_load_ends_on_the_runs_device_when_loaded(tmp_path, monkeypatch):
+    # trained and loaded models must end in the same place: a cache hit moves the model to the run's device
+    monkeypatch.setenv("MINIVIT_DATA", str(tmp_path))
+    x, y = synthetic(32)
+    r = recipes.Recipe("t", "cifar10", n_per_class=None, epochs=1, batch_size=16, lr=1e-2, augment="none")
+    h1 = r.fit_or_load(tiny_model(), (x, y), name="dev", device="cpu")
+    assert h1.loaded_from is None  # trained now
+    loaded = tiny_model(seed=1)
+    h2 = r.fit_or_load(loaded, (x, y), name="dev", device="meta")  # a cache hit: no training on meta
+    assert h2.loaded_from == str(tmp_path / "checkpoints" / "dev.pt")
+    assert {p.device.type for p in loaded.parameters()} == {"meta"}
+
+
+def test_train_or_load_moves_a_trained_model_too(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIVIT_DATA", str(tmp_path))
+    model = tiny_model()
+    calls = []
+
+    def train():
+        calls.append(1)
+        return recipes.History()
+    recipes.train_or_load("t", model, {"k": 1}, train, device="meta")
+    assert calls == [1] and {p.device.type for p in model.parameters()} == {"meta"}

@@ -1,0 +1,69 @@
+"""Statistics for comparing trained models: McNemar's paired test and standard errors.
+
+Introduced in 03_transformer_encoder.ipynb, where McNemar's z is derived.
+
+Two models evaluated on the same n test images are *paired*: what matters is where they disagree. Let b be the
+number of images only model A gets right and c those only B gets right. If A and B were equally good, each of the
+b + c discordant images would be A's with probability 1/2, so b ~ Binomial(b + c, 1/2), with mean (b + c)/2 and
+variance (b + c)/4, and
+
+    z = (b - (b + c)/2) / sqrt((b + c)/4) = (b - c) / sqrt(b + c)
+
+is about standard normal (McNemar's test, in its normal approximation). z > 3 says A is right more often than B on
+*these images* beyond chance. It tests two trained models, not a method: a second seed of the same training can
+land elsewhere. To compare methods, train each with several seeds and use `mean_se` over the paired differences.
+
+    r = mcnemar(pred_a == labels, pred_b == labels)     # r.only_a, r.only_b, r.z
+    p, se = acc, binomial_se(acc, n)                    # one accuracy's standard error
+    mean, se = mean_se(gains_over_seeds)                # the mean paired difference over seeds, its s.e.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+
+__all__ = ["McNemar", "binomial_se", "mcnemar", "mean_se"]
+
+
+class McNemar(NamedTuple):
+    """McNemar's test of model A against model B on the same examples."""
+
+    only_a: int  # examples only A gets right (b)
+    only_b: int  # examples only B gets right (c)
+    z: float  # (b - c) / sqrt(b + c); 0.0 when the models never disagree
+
+
+def _as_bool(x, name: str) -> torch.Tensor:
+    t = torch.as_tensor(x)
+    if t.dtype != torch.bool or t.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D bool tensor (one entry per test example: right or not), "
+                         f"got {t.dtype} of shape {tuple(t.shape)}")
+    return t
+
+
+def mcnemar(correct_a, correct_b) -> McNemar:
+    """McNemar's z of A over B from their per-example correctness, bool (n,) each, on the same n examples."""
+    a, b = _as_bool(correct_a, "correct_a"), _as_bool(correct_b, "correct_b")
+    if a.shape != b.shape:
+        raise ValueError(f"correct_a and correct_b must cover the same examples, got {len(a)} and {len(b)}")
+    only_a, only_b = int((a & ~b).sum()), int((b & ~a).sum())
+    z = (only_a - only_b) / math.sqrt(only_a + only_b) if only_a + only_b else 0.0
+    return McNemar(only_a, only_b, z)
+
+
+def binomial_se(p: float, n: int) -> float:
+    """Standard error sqrt(p (1 - p) / n) of an accuracy `p` measured on `n` independent examples."""
+    if not 0.0 <= float(p) <= 1.0 or int(n) < 1:
+        raise ValueError(f"expected an accuracy p in [0, 1] and n >= 1 examples, got p={p} and n={n}")
+    return math.sqrt(float(p) * (1 - float(p)) / int(n))
+
+
+def mean_se(values) -> tuple[float, float]:
+    """(mean, standard error of the mean) of a few values, e.g. paired differences over seeds: std (n - 1) / sqrt(n)."""
+    v = torch.as_tensor(values, dtype=torch.float64).flatten()
+    if len(v) < 2 or not torch.isfinite(v).all():
+        raise ValueError(f"expected at least 2 finite values, got {v.tolist()}")
+    return v.mean().item(), (v.std() / math.sqrt(len(v))).item()

@@ -1,0 +1,61 @@
+"""minivit.probe: the paper's few-shot linear evaluation (closed-form ridge onto {-1, 1}^K) and frozen features."""
+
+import pytest
+import torch
+
+from minivit.probe import few_shot_linear, frozen_features
+from tests.conftest import synthetic, tiny_model
+
+
+def _clusters(n_per_class=20, k=4, d=6, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    centres = torch.randn(k, d, generator=g) * 4
+    y = torch.arange(k).repeat_interleave(n_per_class)
+    return centres[y] + torch.randn(len(y), d, generator=g), y
+
+
+def test_separable_clusters_are_classified():
+    f, y = _clusters()
+    f_test = f + 0.1 * torch.randn(f.shape, generator=torch.Generator().manual_seed(2))  # near the same centres
+    assert (few_shot_linear(f, y, f_test) == y).float().mean() > 0.95
+    shuffled = y[torch.randperm(len(y), generator=torch.Generator().manual_seed(4))]  # labels unrelated to features
+    assert (few_shot_linear(f, shuffled, f_test) == y).float().mean() < 0.6
+
+
+def test_minus_one_one_targets_predict_like_one_hot_targets():
+    # the paper's {-1, 1}^K targets are an affine map of one-hot targets; with an unpenalised intercept the
+    # ridge solution maps the same way, so the predictions are identical
+    f, y = _clusters(n_per_class=5, d=12)
+    f_test = torch.randn(50, 12, generator=torch.Generator().manual_seed(3)) * 4
+    ours = few_shot_linear(f, y, f_test, l2=3.0)
+    a = (f - f.mean(0)) / f.std(0, unbiased=False)
+    b = (f_test - f.mean(0)) / f.std(0, unbiased=False)
+    onehot = torch.nn.functional.one_hot(y, 4).double()
+    w = torch.linalg.solve(a.T.double() @ a.double() + 3.0 * torch.eye(12, dtype=torch.float64),
+                           a.T.double() @ (onehot - onehot.mean(0)))
+    assert torch.equal(ours, (b.double() @ w + onehot.mean(0)).argmax(-1))
+
+
+def test_bad_inputs():
+    f, y = _clusters()
+    with pytest.raises(ValueError, match=r"features \(n, D\) and \(m, D\)"):
+        few_shot_linear(f, y, f[:, :3])
+    with pytest.raises(ValueError, match="int64 labels"):
+        few_shot_linear(f, y.float(), f)
+    with pytest.raises(ValueError, match="l2 > 0"):
+        few_shot_linear(f, y, f, l2=0)
+    with pytest.raises(ValueError, match=r"labels in \[0, 3\)"):
+        few_shot_linear(f, y, f, num_classes=3)
+
+
+@pytest.mark.parametrize("pool", ["model", "patch-mean"])
+def test_frozen_features(pool):
+    model = tiny_model().train()
+    x, y = synthetic(10)
+    f = frozen_features(model, (x, y), pool=pool, batch_size=4, device="cpu")
+    assert f.shape == (10, model.config.dim) and f.dtype == torch.float32 and model.training
+    tokens = model.eval().forward_features(x.float() / 255)
+    expected = model.forward_head(tokens, pre_logits=True) if pool == "model" else tokens[:, 1:].mean(1)
+    torch.testing.assert_close(f, expected.detach())
+    with pytest.raises(ValueError, match="pool must be"):
+        frozen_features(model, (x, y), pool="cls")
