@@ -343,6 +343,23 @@ def stratified_subset(dataset: ImageDataset, n_per_class: int, seed: int = 0) ->
     return dataset.subset(picked[torch.randperm(len(picked), generator=g)])
 
 
+def make_mosaics(dataset: ImageDataset, size: int | tuple[int, int], seed: int = 0) -> ImageDataset:
+    """2x2 mosaics of `dataset`'s images, labelled by the class of the **top-left** tile: a task where the position
+    of a patch decides the label (notebooks 07 and 08). Mosaic i has image i top-left and three images drawn by
+    `seed` elsewhere; each tile is its image resized (antialiased) to half of `size`. The same images land in the
+    same places at every size for a given seed, so mosaics at 64 and at 128 px show the same content.
+    (N, C, H, W) -> (N, C, size_h, size_w); labels and class names of the top-left images."""
+    h, w = (size, size) if isinstance(size, int) else (int(size[0]), int(size[1]))
+    if h < 2 or w < 2 or h % 2 or w % 2:
+        raise ValueError(f"size must be even (two tiles per side), got {size!r}")
+    tiles = dataset.resized((h // 2, w // 2)).images  # (N, C, h/2, w/2)
+    others = torch.randint(0, len(dataset), (len(dataset), 3), generator=torch.Generator().manual_seed(seed))  # (N, 3)
+    top = torch.cat([tiles, tiles[others[:, 0]]], dim=3)  # (N, C, h/2, w): top-left | top-right
+    bottom = torch.cat([tiles[others[:, 1]], tiles[others[:, 2]]], dim=3)  # (N, C, h/2, w)
+    return ImageDataset(torch.cat([top, bottom], dim=2).contiguous(), dataset.labels, dataset.classes, dataset.name,
+                        dataset.split)  # (N, C, h, w)
+
+
 def normalize(images: torch.Tensor, name: str) -> torch.Tensor:
     """uint8 (B, C, H, W) -> float32 (B, C, H, W), (x / 255 - mean) / std of data set `name`, same device."""
     if name not in NORMALIZATION:

@@ -383,3 +383,17 @@ def test_stratified_subset_refuses_a_non_positive_count(n):
                       "fashion-mnist", "test")
     with pytest.raises(ValueError, match="positive int"):
         stratified_subset(ds, n)
+
+
+def test_make_mosaics_puts_the_labelled_image_top_left():
+    labels = torch.arange(6) % 3
+    images = (torch.arange(6) * 40).view(6, 1, 1, 1).expand(6, 3, 8, 8).to(torch.uint8).contiguous()  # flat colours
+    ds = ImageDataset(images, labels, ("a", "b", "c"), "cifar10", "train")
+    m = data.make_mosaics(ds, 8, seed=1)
+    assert m.images.shape == (6, 3, 8, 8) and torch.equal(m.labels, labels) and m.name == "cifar10"
+    assert torch.equal(m.images[:, :, :4, :4], images[:, :, :4, :4])  # top-left tile: image i (flat, so resizing keeps it)
+    big = data.make_mosaics(ds, 16, seed=1)  # the same content at another size
+    assert torch.equal(big.images[:, :, ::2, ::2], m.images)
+    assert not torch.equal(data.make_mosaics(ds, 8, seed=2).images, m.images)
+    with pytest.raises(ValueError, match="even"):
+        data.make_mosaics(ds, 7)
