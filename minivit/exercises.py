@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 import torch
 
 __all__ = ["CheckResult", "check_head_parameters", "check_patchify", "check_resize_pos_embed", "check_attention",
-           "check_lr_schedule", "check_forward_flops", "check_hybrid_tokens", "check_patch_centres",
+           "check_lr_schedule", "check_linear_lr_schedule", "check_param_groups", "check_clip_grad_norm",
+           "check_forward_flops", "check_hybrid_tokens", "check_patch_centres",
            "check_mean_attention_distance",
            "check_color_codes"]
 
@@ -176,26 +177,118 @@ def check_attention(fn, verbose: bool = True) -> CheckResult:
 # ---- 04_training_a_vit.ipynb ---------------------------------------------------------------------------
 
 
-def check_lr_schedule(fn, verbose: bool = True) -> CheckResult:
-    """04_training_a_vit: `fn(step, total_steps, warmup_steps) -> factor` of the base learning rate: a linear
-    warm-up from 1/warmup_steps to 1 over the first `warmup_steps` steps, then a cosine decay to 0 at
-    `total_steps`, as `minivit.optim.lr_factor`."""
-    from .optim import lr_factor
-
+def _factor_cases(fn, reference, cases) -> list:
+    """(label, thunk) pairs comparing fn(step, total, warmup) with reference(...) at the given steps."""
     def case(total, warmup, steps):
         def run():
             for s in steps:
-                got, want = fn(s, total, warmup), lr_factor(s, total, warmup)
+                got, want = fn(s, total, warmup), reference(s, total, warmup)
                 if not isinstance(got, (int, float)) or isinstance(got, bool):
                     return f"step {s}: returned {type(got).__name__}, expected a number"
                 if abs(got - want) > 1e-6:
                     return f"step {s} of {total} (warm-up {warmup}): got {got:.6f}, expected {want:.6f}"
             return None
         return run
-    return _run("lr schedule", [
-        ("warm-up: step 0 is 1/warmup_steps, the last warm-up step is 1", case(100, 10, [0, 4, 9])),
-        ("cosine: 1 right after the warm-up, 0.5 half-way, about 0 at the end", case(100, 10, [10, 55, 99])),
-        ("no warm-up", case(50, 0, [0, 10, 25, 49])),
+    return [(label, case(*args)) for label, args in cases]
+
+
+def check_lr_schedule(fn, verbose: bool = True) -> CheckResult:
+    """04_training_a_vit: `fn(step, total_steps, warmup_steps) -> factor` of the base learning rate: a linear
+    warm-up from 1/warmup_steps to 1 over the first `warmup_steps` steps, then a cosine decay to 0 at
+    `total_steps`, as `minivit.optim.lr_factor`."""
+    from .optim import lr_factor
+    return _run("lr schedule", _factor_cases(fn, lr_factor, [
+        ("warm-up: step 0 is 1/warmup_steps, the last warm-up step is 1", (100, 10, [0, 4, 9])),
+        ("cosine: 1 right after the warm-up, 0.5 half-way, about 0 at the end", (100, 10, [10, 55, 99])),
+        ("no warm-up", (50, 0, [0, 10, 25, 49])),
+    ]), verbose)
+
+
+def _linear_lr_factor(step: int, total_steps: int, warmup_steps: int) -> float:
+    """Linear warm-up (as `lr_factor`), then linear decay (T - step) / (T - W) to 0 at T = total_steps."""
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+
+
+def check_linear_lr_schedule(fn, verbose: bool = True) -> CheckResult:
+    """04_training_a_vit, exercise 1: the paper's pre-training schedule (§4.1: "a linear learning rate warmup and
+    decay"; Table 3: linear decay on JFT-300M and ImageNet-21k). `fn(step, total_steps, warmup_steps) -> factor`
+    of the base rate: the warm-up of `minivit.optim.lr_factor` (1/W at step 0 up to 1 at step W - 1), then
+    (T - step) / (T - W), from 1 at step W down to 1/(T - W) at the last step T - 1."""
+    return _run("linear lr schedule", _factor_cases(fn, _linear_lr_factor, [
+        ("warm-up: step 0 is 1/warmup_steps, the last warm-up step is 1", (100, 10, [0, 4, 9])),
+        ("decay: 1 right after the warm-up, 0.5 half-way, 1/90 at the last step", (100, 10, [10, 55, 99])),
+        ("no warm-up: a straight line from 1", (50, 0, [0, 10, 25, 49])),
+    ]), verbose)
+
+
+def check_param_groups(fn, verbose: bool = True) -> CheckResult:
+    """04_training_a_vit, exercise 3: `fn(model, weight_decay) -> [decayed group, not-decayed group]`, each a dict
+    {"params": [...], "weight_decay": ...}: decay on weight matrices and conv filters only -- none on norms,
+    biases, the [class] token or the position embeddings -- as `minivit.optim.param_groups`."""
+    from .cnn import CifarResNet
+    from .config import get_preset
+    from .optim import param_groups
+    from .vit import ViT
+
+    def case(build):
+        def run():
+            with torch.device("meta"):  # shapes and names only: no memory, no draw from the global RNG
+                model = build()
+            names = {id(p): n for n, p in model.named_parameters()}
+            got = fn(model, 0.3)
+            if not isinstance(got, (list, tuple)) or len(got) != 2 or not all(isinstance(g, dict) for g in got):
+                return f"returned {type(got).__name__}, expected a list of two dicts (decayed, not decayed)"
+            if [g.get("weight_decay") for g in got] != [0.3, 0.0]:
+                return f"weight decays {[g.get('weight_decay') for g in got]}, expected [0.3, 0.0]"
+            for g, want, what in zip(got, param_groups(model, 0.3), ("decayed", "not decayed")):
+                have, need = {id(p) for p in g.get("params", [])}, {id(p) for p in want["params"]}
+                if have != need:
+                    wrong, missing = (sorted(names.get(i, "?") for i in ids) for ids in (have - need, need - have))
+                    parts = [f"holds {len(wrong)} tensors it should not, e.g. {wrong[:3]}"] if wrong else []
+                    parts += [f"misses {len(missing)}, e.g. {missing[:3]}"] if missing else []
+                    return f"the {what} group " + " and ".join(parts)
+            return None
+        return run
+    return _run("param groups", [
+        ("ViT-Nano/4: blocks, [class] token, position embeddings", case(lambda: ViT.from_preset("ViT-Nano/4"))),
+        ("an MLP head and mean pooling", case(lambda: ViT(get_preset("ViT-Nano/4", head="mlp", pool="mean")))),
+        ("a ResNet: conv filters, BatchNorm, the fc layer", case(lambda: CifarResNet.from_preset("ResNet-8"))),
+    ], verbose)
+
+
+def check_clip_grad_norm(fn, verbose: bool = True) -> CheckResult:
+    """04_training_a_vit, exercise 4: `fn(grads, max_norm) -> (clipped grads, total_norm)`: the global norm of all
+    the gradients together (a list of tensors), and the gradients scaled by min(1, max_norm / total_norm) so that
+    their global norm is at most `max_norm` -- what `torch.nn.utils.clip_grad_norm_` does in `fit`."""
+    def case(shapes, scale, seed):
+        g = torch.Generator().manual_seed(seed)
+        grads = [scale * torch.randn(*s, generator=g) for s in shapes]
+
+        def run():
+            params = [torch.zeros_like(t, requires_grad=True) for t in grads]
+            for p, t in zip(params, grads):
+                p.grad = t.clone()
+            total = float(torch.nn.utils.clip_grad_norm_(params, 1.0))
+            got = fn([t.clone() for t in grads], 1.0)
+            if not isinstance(got, (tuple, list)) or len(got) != 2 or not isinstance(got[0], (list, tuple)):
+                return f"returned {type(got).__name__}, expected a pair (list of clipped gradients, total norm)"
+            clipped, norm = got
+            if not isinstance(norm, (int, float, torch.Tensor)) or abs(float(norm) - total) > 1e-4 * max(1.0, total):
+                return f"total norm {norm!r}, expected the global norm before clipping, {total:.5f}"
+            if len(clipped) != len(params):
+                return f"returned {len(clipped)} gradients for {len(params)} tensors"
+            for i, (c, p) in enumerate(zip(clipped, params)):
+                problem = _compare(c, p.grad, atol=1e-5, what=f"gradient {i}")
+                if problem:
+                    return problem
+            return None
+        return run
+    return _run("clip_grad_norm", [
+        ("one tensor of norm about 5: scaled down to norm 1", case([(25,)], 1.0, 0)),
+        ("three tensors, each of norm below 1, together above: the norm is global", case([(4, 4), (4,), (3, 2)], 0.3, 1)),
+        ("a norm below max_norm: unchanged", case([(6,), (2, 3)], 0.1, 2)),
     ], verbose)
 
 
