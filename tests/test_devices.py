@@ -24,6 +24,7 @@ def fake_cuda():
     return FakeTensorMode(allow_non_fake_inputs=True)
 
 
+@pytest.mark.filterwarnings("ignore:CUDA is not available")
 def test_the_harness_shows_a_device_mismatch():
     model = ViT(TINY)
     with fake_cuda():
@@ -34,6 +35,7 @@ def test_the_harness_shows_a_device_mismatch():
         assert model(torch.zeros(2, 3, 8, 8).to("cuda")).device.type == "cuda"
 
 
+@pytest.mark.filterwarnings("ignore:CUDA is not available")
 def test_predict_record_attention_and_features_follow_the_model():
     model = ViT(TINY)
     with fake_cuda():
@@ -49,6 +51,7 @@ def _check_predict_record_features(model):
     assert frozen_features(model, data, batch_size=2).device.type == "cpu"
 
 
+@pytest.mark.filterwarnings("ignore:CUDA is not available")
 def test_mpp_runs_on_the_models_device():
     mpp = MaskedPatchPrediction(ViT(TINY))
     with fake_cuda():
