@@ -89,6 +89,9 @@ def recipe_name(text):
     from .recipes import RECIPES
     if text not in RECIPES:
         raise argparse.ArgumentTypeError(f"unknown recipe {text!r}; valid recipes: {', '.join(sorted(RECIPES))}")
+    if text.startswith("mosaic"):
+        raise argparse.ArgumentTypeError(f"{text} trains on 2x2 mosaics (minivit.data.make_mosaics), which the command "
+                                         "line does not build; use it from Python (notebooks 07, 08)")
     return text
 
 
@@ -164,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                       "else ~/.cache/minivit)")
     t = p.add_argument_group("training (defaults: minivit.train.fit's, or with --recipe the recipe's)")
     t.add_argument("--recipe", type=recipe_name, metavar="NAME",
-                   help=f"a minivit.recipes recipe, one of: {', '.join(sorted(RECIPES))}; the flags below override it")
+                   help=f"a minivit.recipes recipe, one of: {', '.join(r for r in sorted(RECIPES) if 'mosaic' not in r)} "
+                        "(imagenette64-*: at 64 px); the flags below override it")
     t.add_argument("--epochs", type=positive_int, metavar="N",
                    help="total epochs of the run, the schedule's length (needed unless --recipe or --eval-only)")
     t.add_argument("--batch-size", type=positive_int, metavar="N", help=f"global batch size, split over processes "

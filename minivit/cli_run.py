@@ -50,7 +50,8 @@ def _settings(parser, a) -> dict:
         parser.error("--preset is required (or --init-from, a minivit checkpoint to start from)")
     defaults = {k: v.default for k, v in inspect.signature(fit).parameters.items()}
     s = {"preset": a.preset, "dataset": dataset, "recipe": a.recipe, "seed": a.seed,
-         "init_from": str(a.init_from) if a.init_from else None, "image_size": a.image_size,
+         "init_from": str(a.init_from) if a.init_from else None,
+         "image_size": a.image_size or (64 if (a.recipe or "").startswith("imagenette64") else None),  # its 64 px
          "patch_size": a.patch_size, "dropout": a.dropout, "val_per_class": a.val_per_class,
          "n_per_class": a.n_per_class or (recipe.n_per_class if recipe else None),
          "epochs": a.epochs or (recipe.epochs if recipe else None), "augment": a.augment or (recipe.augment if recipe else "basic")}
@@ -76,7 +77,7 @@ def _check_patch_size(parser, a, s, shape) -> None:
     if a.preset is None:
         return  # from a checkpoint: checked when the model is built
     p = a.patch_size or PRESETS[a.preset].patch_size
-    size = a.image_size or shape[1]
+    size = s["image_size"] or shape[1]
     if size % p:
         up, down = -(-size // p) * p, [q for q in range(p, 0, -1) if size % q == 0][0]
         what = f"tokens {p} px apart (its backbone's stride)" if PRESETS[a.preset].backbone else f"patch size {p}"
@@ -244,7 +245,7 @@ def run(parser, a) -> int:
     s = _settings(parser, a)
     out = _run_folder(parser, a, s)
     c, h, w = SHAPES[s["dataset"]]
-    size = _eval_image_size(parser, a, (c, h, w)) if a.eval_only else (a.image_size or (h, w))
+    size = _eval_image_size(parser, a, (c, h, w)) if a.eval_only else (s["image_size"] or (h, w))
     size = (size, size) if isinstance(size, int) else tuple(size)
     train, val, test = _load_data(parser, a, s, size)
     model, report = _build_model(parser, a, s, (c, *size), len(test.classes))

@@ -92,6 +92,10 @@ class ViTConfig:
                 raise ValueError(f"a hybrid's patch_size is its backbone's stride in pixels: {self.backbone!r} makes "
                                  f"tokens {stride} px apart, so set patch_size={stride}, not {self.patch_size}")
 
+    def __repr__(self) -> str:  # `backbone` only for a hybrid, as in to_dict
+        shown = {k: v for k, v in self.__dict__.items() if k != "backbone" or v is not None}
+        return f"ViTConfig({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
     @property
     def image_hw(self) -> tuple[int, int]:
         """(H, W) of the input image."""

@@ -140,6 +140,7 @@ def test_hybrid_configs_describe_their_tokens():
         assert (c.backbone, c.patch_size, c.grid_size, c.is_hybrid) == (backbone, stride, grid, True)
         assert ViTConfig.from_dict(c.to_dict()) == c
     assert "backbone" not in get_preset("ViT-B/16").to_dict()  # a pure ViT's dict is as before (checkpoint keys)
+    assert "backbone" not in repr(get_preset("ViT-B/16")) and "backbone='resnet50_s16'" in repr(get_preset("R50+ViT-B/16"))
     with pytest.raises(ValueError, match="tokens 32 px apart, so set patch_size=32, not 16"):
         get_preset("R50+ViT-B/32", patch_size=16)
     with pytest.raises(ValueError, match="backbone must be None .* or one of"):
