@@ -139,8 +139,11 @@ def notebook_runs() -> dict[str, list[Run]]:
             Run("fine-tuning arms at 128 px", "ViT-Nano/16@128", "imagenette", 9469, 10, 512,
                 eval_images=3925, repeat=4)],
         "08_inspecting_vit": [
-            from_recipe("ViT-Nano/16 at 128 px", "ViT-Nano/16@128", nette, 9469, eval_images=2000,
-                        extra_eval_images=2000)],
+            # the mosaic model is 07's (loaded from its checkpoint: 07 runs first); after training, attention
+            # maps of 200 images x 2 models, a masking test of 2,000 images x 4 variants, maps of 3,925 mosaics
+            # x 2 models and a masking test of 3,000 mosaics x 6 variants
+            from_recipe("ViT-Nano/16 at 128 px", "ViT-Nano/16@128", nette, 9469, eval_images=500,
+                        extra_eval_images=2 * 200 + 4 * 2000 + 2 * 3925 + 6 * 3000)],
         "09_masked_patch_prediction": [
             Run("MPP pre-training", "ViT-Micro/4", "cifar10", 50000, 30, 1024, eval_images=500),
             Run("fine-tuning, 2 arms x 5 seeds", "ViT-Micro/4", "cifar10", 1000, 50, 128, eval_images=2000,

@@ -61,6 +61,9 @@ def count_flops(model: nn.Module, input_shape: tuple[int, ...], backward: bool =
     params = list(model.parameters())
     if not params:
         raise ValueError("expected a model with parameters (its device and dtype set the input's)")
+    if isinstance(input_shape, torch.Tensor):
+        raise TypeError(f"expected an input shape such as (B, C, H, W), not a tensor: pass x.shape, here "
+                        f"{tuple(input_shape.shape)}")
     if len(input_shape) < 2 or any(not isinstance(s, int) or s < 1 for s in input_shape):
         raise ValueError(f"expected an input shape of positive ints such as (B, C, H, W), got {input_shape!r}")
     x = torch.zeros(input_shape, device=params[0].device, dtype=params[0].dtype)

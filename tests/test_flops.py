@@ -75,3 +75,9 @@ def test_backward_through_a_model_whose_output_is_not_a_tensor():
     mpp = MaskedPatchPrediction(ViT.from_preset("ViT-Nano/4"))
     fwd = count_flops(mpp, (2, 3, 32, 32))
     assert 2.5 * fwd < count_flops(mpp, (2, 3, 32, 32), backward=True) < 3.1 * fwd
+
+
+def test_count_flops_given_a_tensor_asks_for_its_shape():
+    model = ViT.from_preset("ViT-Nano/4")
+    with pytest.raises(TypeError, match=r"pass x.shape, here \(1, 3, 32, 32\)"):
+        count_flops(model, torch.zeros(1, 3, 32, 32))
