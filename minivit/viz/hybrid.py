@@ -6,6 +6,7 @@ Introduced in 06_hybrid.ipynb.
 from __future__ import annotations
 
 from ._common import _as_numpy, _figure
+from .scaling import _log_ticks
 
 
 def plot_feature_maps(image, maps: dict, title: str | None = None, cmap: str = "magma"):
@@ -54,7 +55,6 @@ def plot_compute_by_family(ours: dict, paper: dict | None = None, title: str | N
     our accuracies (e.g. "validation accuracy (%)": pass percentages to share the paper's unit). The paper's
     points are different models, so they are drawn as markers only; ours are one run each, joined by a line."""
     import numpy as np
-    from matplotlib.ticker import NullFormatter
     panels = [] if paper is None else [("paper", paper)]
     panels += [("flops", ours), ("seconds", ours)]
     series = {}
@@ -84,7 +84,7 @@ def plot_compute_by_family(ours: dict, paper: dict | None = None, title: str | N
                   "seconds": "training wall time (s)"}[kind]
         ax.set(xscale="log", xlabel=xlabel,
                ylabel="ImageNet top-1 after fine-tuning (%)" if kind == "paper" else ylabel)
-        ax.xaxis.set_minor_formatter(NullFormatter())  # decades only: minor labels overlap on short ranges
+        _log_ticks(ax, plain=kind != "flops")  # a short log range still gets several labels
         ax.set_title("paper (Table 6)" if kind == "paper" else "ours", fontsize=9)
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7, loc="lower right")
@@ -129,7 +129,8 @@ def plot_feature_map_rows(rows: dict, title: str | None = None, cmap: str = "mag
             axes[r, 0].set_title(f"image {img.shape[1]} x {img.shape[2]}", fontsize=9)
         for c, (name, m) in enumerate(maps.items(), start=1):
             im = axes[r, c].imshow(m / max(m.max(), 1e-12), cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest")
-            axes[r, c].set_title(name, fontsize=8)
+            if r == 0:
+                axes[r, c].set_title(name, fontsize=8)
             if c == ncols - 1:  # the token grid: one cell, one token
                 h, w = m.shape
                 for y in range(1, h):

@@ -8,10 +8,26 @@ from __future__ import annotations
 from ._common import _figure
 
 
-def _log_ticks(axis) -> None:
-    """Ticks at 1, 2 and 5 times each power of ten, written plainly (a short log range gets several labels)."""
-    from matplotlib.ticker import LogLocator, NullFormatter
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+def _log_ticks(ax, which: str = "x", plain: bool = False) -> None:
+    """Readable ticks on a log axis already drawn: at 1, 2 and 5 times each power of ten when the data span at
+    most two decades (else at the powers only), written plainly ("2,000") or as powers ("2×10¹¹")."""
+    import math
+
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    lo, hi = ax.get_xlim() if which == "x" else ax.get_ylim()
+    subs = (1.0, 2.0, 5.0) if hi / lo <= 150 else (1.0,)
+
+    def label(v, _):
+        if v <= 0:
+            return ""
+        if plain:
+            return f"{v:,.0f}" if v >= 1 else f"{v:g}"
+        e = math.floor(math.log10(v) + 1e-9)
+        m = round(v / 10**e)
+        return f"$10^{{{e}}}$" if m == 1 else f"${m}{{\\times}}10^{{{e}}}$"
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(FuncFormatter(label))
     axis.set_minor_formatter(NullFormatter())
 
 
@@ -44,7 +60,7 @@ def plot_compute_accuracy(runs: dict, front=None, title: str | None = None, mark
         if front is not None and col == 0 and len(front):
             ax.plot(*zip(*sorted(front)), "-", color="gray", lw=4, alpha=0.3, zorder=0, label="Pareto front")
         ax.set_xscale("log")
-        _log_ticks(ax.xaxis)
+        _log_ticks(ax, plain=col == 1)
         ax.set(xlabel=xlabel, ylabel=ylabel)
         ax.grid(alpha=0.3, which="both")
     ax_f.legend(fontsize=7, loc="lower right")
@@ -69,7 +85,7 @@ def plot_data_scaling(curves: dict, title: str | None = None, errors: dict | Non
         if label in errors:
             ax.errorbar(sizes, accs, yerr=errors[label], fmt="none", ecolor=f"C{k}", capsize=3)
     ax.set_xscale("log")
-    _log_ticks(ax.xaxis)
+    _log_ticks(ax, plain=True)
     ax.set(xlabel="training images", ylabel=ylabel)
     ax.grid(alpha=0.3, which="both")
     ax.legend()
