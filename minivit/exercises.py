@@ -458,7 +458,7 @@ def check_short_stem_share(answer, verbose: bool = True) -> CheckResult:
     from .flops import flop_breakdown
     from .hybrid import HybridEmbed, resnet_s4_backbone
     from .vit import ViT
-    config = get_preset("ViT-Nano/4")
+    config = get_preset("ViT-Nano/4", patch_size=2)  # the stem's stride: the config describes its 16 x 16 grid
     with torch.device("meta"):
         stem = resnet_s4_backbone()
         short = nn.Sequential(OrderedDict((k, getattr(stem, k)) for k in ("conv1", "bn1", "relu", "layer1")))

@@ -59,7 +59,7 @@ def test_hybrid_grid_check():
 def test_short_stem_share_check():
     from minivit import HybridEmbed, ViT, get_preset, resnet_s4_backbone
     from minivit.flops import flop_breakdown
-    config = get_preset("ViT-Nano/4")
+    config = get_preset("ViT-Nano/4", patch_size=2)  # the config's patch size is the stem's stride: a 16 x 16 grid
     stem = resnet_s4_backbone()
     short = nn.Sequential(OrderedDict((k, getattr(stem, k)) for k in ("conv1", "bn1", "relu", "layer1")))
     model = ViT(config, patch_embed=HybridEmbed(short, image_size=32, in_channels=3, dim=config.dim))
