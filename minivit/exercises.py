@@ -29,7 +29,8 @@ import torch
 __all__ = ["CheckResult", "check_head_parameters", "check_patchify", "check_resize_pos_embed", "check_attention",
            "check_multi_head_attention",
            "check_lr_schedule", "check_linear_lr_schedule", "check_param_groups", "check_clip_grad_norm",
-           "check_forward_flops", "check_hybrid_tokens", "check_patch_centres",
+           "check_forward_flops", "check_training_flops", "check_resnet50_compute",
+           "check_hybrid_tokens", "check_hybrid_grid", "check_short_stem_share", "check_patch_centres",
            "check_mean_attention_distance",
            "check_color_codes"]
 
@@ -426,30 +427,71 @@ def check_clip_grad_norm(fn, verbose: bool = True) -> CheckResult:
 # ---- 05_scaling.ipynb ----------------------------------------------------------------------------------
 
 
+def _int_answer(got, want: int, what: str = "") -> str | None:
+    if not isinstance(got, int) or isinstance(got, bool):
+        return f"returned {type(got).__name__}, expected an int"
+    return None if got == want else f"got {got:,}, counted {want:,} ({got / want - 1:+.2%}){what}"
+
+
+def _vit_configs():
+    from .config import get_preset
+    return [("ViT-B/16 at 224 px, 1000 classes", get_preset("ViT-B/16")),
+            ("ViT-B/16 at 384 px: the attention term grows faster", get_preset("ViT-B/16", image_size=384)),
+            ("ViT-Nano/4 (MLP size 2D), grey 28x28, 10 classes",
+             get_preset("ViT-Nano/4", image_size=28, in_channels=1, patch_size=7)),
+            ("a non-square image, 32x64", get_preset("ViT-Nano/4", image_size=(32, 64)))]
+
+
 def check_forward_flops(fn, verbose: bool = True) -> CheckResult:
     """05_scaling: `fn(config) -> int`, the FLOPs (2 per multiply-add, matrix products and the patch
     convolution only) of one image's forward pass through `minivit.ViT(config)`, from the config's numbers
-    alone -- compared with what `minivit.flops.count_flops` counts."""
-    from .config import ViTConfig, get_preset
-    from .flops import count_flops
+    alone -- compared with `minivit.flops.forward_flops`, the formula 05 derives (equal to what `count_flops`
+    counts, tests/test_flops.py)."""
+    from .flops import forward_flops
+    return _run("forward FLOPs", [(label, lambda c=c: _int_answer(fn(c), forward_flops(c)))
+                                  for label, c in _vit_configs()], verbose)
+
+
+def check_training_flops(fn, verbose: bool = True) -> CheckResult:
+    """05_scaling, exercise 1: `fn(config) -> int`, the FLOPs of one training step on one image -- the forward
+    pass and the backward pass -- through `minivit.ViT(config)`, from the config's numbers alone, compared with
+    `count_flops(..., backward=True)` on the meta device."""
+    from .flops import count_flops, forward_flops
     from .vit import ViT
 
-    def case(config: ViTConfig):
+    def case(config):
         def run():
             with torch.device("meta"):
-                counted = count_flops(ViT(config), (1, config.in_channels, *config.image_hw))
-            got = fn(config)
-            if not isinstance(got, int) or isinstance(got, bool):
-                return f"returned {type(got).__name__}, expected an int"
-            return None if got == counted else f"got {got:,}, counted {counted:,} ({got / counted - 1:+.2%})"
+                counted = count_flops(ViT(config), (1, config.in_channels, *config.image_hw), backward=True)
+            got, fwd = fn(config), forward_flops(config)
+            hint = (" -- that is the forward pass alone" if got == fwd else
+                    " -- 3x the forward pass; which input needs no gradient?" if got == 3 * fwd else "")
+            return _int_answer(got, counted, hint)
         return run
-    return _run("forward FLOPs", [
-        ("ViT-B/16 at 224 px, 1000 classes", case(get_preset("ViT-B/16"))),
-        ("ViT-B/16 at 384 px: the attention term grows faster", case(get_preset("ViT-B/16", image_size=384))),
-        ("ViT-Nano/4 (MLP size 2D), grey 28x28, 10 classes", case(get_preset("ViT-Nano/4", image_size=28,
-                                                                             in_channels=1, patch_size=7))),
-        ("a non-square image, 32x64", case(get_preset("ViT-Nano/4", image_size=(32, 64)))),
-    ], verbose)
+    return _run("training FLOPs", [(label, case(c)) for label, c in _vit_configs()], verbose)
+
+
+def check_resnet50_compute(answer, verbose: bool = True) -> CheckResult:
+    """05_scaling, exercise 3: `answer`, the pre-training compute of R50x1 in Table 6 counted the notebook's way
+    (torchvision's `resnet50()`, forward + backward FLOPs of one 224-px image x 303M JFT images x 7 epochs), in
+    exaFLOPs; right within 0.5%."""
+    from torchvision.models import resnet50
+
+    from .flops import count_flops
+    with torch.device("meta"):
+        model = resnet50()
+    fwd = count_flops(model, (1, 3, 224, 224))
+    want = count_flops(model, (1, 3, 224, 224), backward=True) * 303e6 * 7 / 1e18
+
+    def close():
+        if not isinstance(answer, (int, float)) or isinstance(answer, bool):
+            return f"expected a number of exaFLOPs, got {type(answer).__name__}"
+        if abs(answer / want - 1) < 0.005:
+            return None
+        hint = (" (the forward pass alone?)" if abs(answer / (fwd * 303e6 * 7 / 1e18) - 1) < 0.01 else
+                " (multiply-adds instead of FLOPs?)" if abs(2 * answer / want - 1) < 0.01 else "")
+        return f"{answer:.4g} exaFLOPs is not it{hint}; Table 6 says 50"
+    return _run("R50x1 pre-training compute", [("exaFLOPs of 7 epochs of JFT-300M", close)], verbose)
 
 
 # ---- 06_hybrid.ipynb -----------------------------------------------------------------------------------
@@ -472,6 +514,59 @@ def check_hybrid_tokens(fn, verbose: bool = True) -> CheckResult:
         ("a non-square 2x5 map (row by row, as patchify)", case(1, 3, 2, 5, 4, 1)),
         ("one cell: the bias is added", case(3, 5, 1, 1, 2, 2)),
     ], verbose)
+
+
+def check_hybrid_grid(fn, verbose: bool = True) -> CheckResult:
+    """06_hybrid, exercise 1: `fn(height, width) -> (h, w)`, the token grid of the paper's hybrid option (ii)
+    (`minivit.resnet50_s16_backbone`) for an image of any size, worked out from its layers' kernels, strides and
+    paddings -- compared with `minivit.hybrid.feature_shape`, which runs the backbone on the meta device."""
+    from .hybrid import feature_shape, resnet50_s16_backbone
+    with torch.device("meta"):
+        backbone = resnet50_s16_backbone()
+
+    def case(h, w):
+        def run():
+            got, want = fn(h, w), tuple(feature_shape(backbone, 3, (h, w))[1:])
+            if not isinstance(got, (tuple, list)) or len(got) != 2:
+                return f"returned {type(got).__name__}, expected a pair (h, w)"
+            return None if tuple(got) == want else f"got {tuple(got)}, the backbone makes {want}"
+        return run
+    return _run("hybrid token grid", [
+        ("224 x 224 px (the paper's pre-training size)", case(224, 224)),
+        ("384 x 384 px (its fine-tuning size)", case(384, 384)),
+        ("300 x 200 px: not a multiple of 16 (rows, then columns)", case(300, 200)),
+        ("17 x 17 px: every stride-2 layer rounds up", case(17, 17)),
+    ], verbose)
+
+
+def check_short_stem_share(answer, verbose: bool = True) -> CheckResult:
+    """06_hybrid, exercise 2: `answer`, the share (a fraction) of the forward FLOPs spent in the backbone of a
+    hybrid whose stem stops after layer1 (`resnet_s4_backbone()`'s conv1, bn1, relu, layer1: a 16 x 16 grid of
+    32 channels, 256 tokens) in front of ViT-Nano/4's Transformer, on one 32 x 32 image; right within 0.001."""
+    from collections import OrderedDict
+
+    from torch import nn
+
+    from .config import get_preset
+    from .flops import flop_breakdown
+    from .hybrid import HybridEmbed, resnet_s4_backbone
+    from .vit import ViT
+    config = get_preset("ViT-Nano/4", patch_size=2)  # the stem's stride: the config describes its 16 x 16 grid
+    with torch.device("meta"):
+        stem = resnet_s4_backbone()
+        short = nn.Sequential(OrderedDict((k, getattr(stem, k)) for k in ("conv1", "bn1", "relu", "layer1")))
+        model = ViT(config, patch_embed=HybridEmbed(short, image_size=32, in_channels=3, dim=config.dim))
+    parts = flop_breakdown(model, (1, 3, 32, 32))
+    want = sum(parts["patch_embed.backbone"].values()) / sum(parts[""].values())
+
+    def close():
+        if not isinstance(answer, (int, float)) or isinstance(answer, bool):
+            return f"expected a fraction, got {type(answer).__name__}"
+        if abs(answer - want) < 1e-3:
+            return None
+        hint = " (a fraction, not a percentage)" if abs(answer / 100 - want) < 1e-3 else ""
+        return f"{answer:.4g} is not it{hint}"
+    return _run("backbone share, stride-2 stem", [("the backbone's share of the forward FLOPs", close)], verbose)
 
 
 # ---- 07_finetuning_at_higher_resolution.ipynb ----------------------------------------------------------
