@@ -106,9 +106,11 @@ def plot_paired_gains(accuracies: dict, gain: tuple, baselines: dict | None = No
     for k, (label, value) in enumerate((baselines or {}).items()):
         left.axhline(float(value), ls="--", lw=1, color=("k", "tab:gray", "tab:brown")[k % 3], label=label)
     left.set_xticks([0, 1], [first, second])
-    left.set(xlim=(-0.4, 1.4), ylabel=ylabel)
+    values = np.concatenate([a, b, [float(v) for v in (baselines or {}).values()]])
+    pad = 0.1 * (values.max() - values.min()) or 0.01
+    left.set(xlim=(-0.4, 1.4), ylim=(values.min() - pad, values.max() + pad), ylabel=ylabel)
     left.grid(alpha=0.3, axis="y")
-    left.legend(fontsize=7, loc="lower center")
+    left.legend(fontsize=7, loc="best")
     d = b - a
     right.axhline(0.0, color="k", lw=0.8)
     right.plot(np.zeros(len(d)) + np.linspace(-0.08, 0.08, len(d)), d, "o", color="C0", alpha=0.7, markersize=5,
@@ -119,7 +121,7 @@ def plot_paired_gains(accuracies: dict, gain: tuple, baselines: dict | None = No
     lim = max(abs(d).max(), abs(mean) + se) * 1.3 or 1.0
     right.set_ylim(-lim, lim)
     right.grid(alpha=0.3, axis="y")
-    right.legend(fontsize=7, loc="lower right")
+    right.legend(fontsize=7, loc="best")
     if title:
         fig.suptitle(title, fontsize=10)
     return fig
