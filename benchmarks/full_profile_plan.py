@@ -64,9 +64,11 @@ def train_flops(model: str) -> int:
         elif model == "linear-28":
             return 2 * 3 * 28 * 28 * 10  # a linear classifier on 784 pixels: forward + 2 backward matmuls
         else:
+            model, _, depth = model.partition(":d")  # e.g. "ViT-Micro/4:d7" (depth 7)
             name, _, size = model.partition("@")  # e.g. "ViT-Micro/4@28x1" (28 px, 1 channel)
             side, _, channels = (size or "32").partition("x")
-            net = ViT.from_preset(name, image_size=int(side), in_channels=int(channels or 3))
+            changes = {"depth": int(depth)} if depth else {}
+            net = ViT.from_preset(name, image_size=int(side), in_channels=int(channels or 3), **changes)
             shape = (1, int(channels or 3), int(side), int(side))
     return count_flops(net, shape, backward=True)
 
@@ -84,7 +86,8 @@ class Run:
     """One training run of a notebook's full profile."""
 
     what: str  # what it trains, in words
-    model: str  # a key of train_flops(): a preset, "ViT-Micro/4@28x1" (28 px, grey), "R-S4+ViT-Micro/4", ...
+    model: str  # a key of train_flops(): a preset, "ViT-Micro/4@28x1" (28 px, grey), "ViT-Micro/4:d7" (depth 7),
+    #             "R-S4+ViT-Micro/4", ...
     dataset: str  # "cifar10", "fashion-mnist" or "imagenette" (the loader's rate)
     images: int  # training images per epoch
     epochs: int
@@ -117,21 +120,30 @@ def notebook_runs() -> dict[str, list[Run]]:
             Run("linear classifier", "linear-28", "fashion-mnist", 59000, 10, 1024, eval_images=1000,
                 extra_eval_images=10000)],
         "04_training_a_vit": [
-            from_recipe("ViT-Micro/4", "ViT-Micro/4", c10, 50000, eval_images=2000, extra_eval_images=62000),
-            from_recipe("ResNet-20-w2", "ResNet-20-w2", c10, 50000, eval_images=2000, extra_eval_images=62000),
-            from_recipe("ablations (baseline, 8x8 patches, mean pooling x2)", "ViT-Micro/4", c10, 20000,
-                        epochs=10, eval_images=2000, extra_eval_images=22000, repeat=4),
-            from_recipe("ablation without augmentation", "ViT-Micro/4", c10, 20000, epochs=10, rand_augment=None,
-                        mixup=False, workers=0, eval_images=2000, extra_eval_images=22000)],
+            from_recipe("ViT-Micro/4", "ViT-Micro/4", c10, 50000, eval_images=2000, extra_eval_images=60000),
+            from_recipe("ResNet-20-w2", "ResNet-20-w2", c10, 50000, eval_images=2000, extra_eval_images=60000),
+            from_recipe("ResNet-20-w2 at the ViT's training FLOPs (30 / 2.8 epochs)", "ResNet-20-w2", c10, 50000,
+                        epochs=11, eval_images=2000, extra_eval_images=10000),
+            from_recipe("ablations (baseline, 8x8 patches)", "ViT-Micro/4", c10, 10000, epochs=20, batch_size=500,
+                        extra_eval_images=12000, repeat=2),
+            from_recipe("ablation without augmentation", "ViT-Micro/4", c10, 10000, epochs=20, batch_size=500,
+                        augment="none", rand_augment=None, mixup=False, workers=0, extra_eval_images=12000)],
         "05_scaling": [
-            from_recipe("compute sweep: 4 ViT-Nano variants", "ViT-Nano/4", c10, 50000, epochs=10,
-                        eval_images=10000, repeat=4),
-            *[from_recipe(f"data scaling, {n} per class", m, c10, 10 * n, epochs=15,
-                          batch_size=min(1024, n * 10 // 8), eval_images=2000, extra_eval_images=10000)
+            # the compute sweep: 2 and 10 epochs of each model, on-device crop + flip; the four ViT variants
+            # (D32 L2 P8, D64 L4 P8, D64 L2 P4, ViT-Nano/4) are all sized as the largest, ViT-Nano/4
+            from_recipe("compute sweep: 4 ViT variants, 2 + 10 epochs", "ViT-Nano/4", c10, 50000, epochs=12,
+                        rand_augment=None, mixup=False, workers=0, eval_images=2000, repeat=4),
+            from_recipe("compute sweep: ResNet-14, 2 + 10 epochs", "ResNet-14", c10, 50000, epochs=12,
+                        rand_augment=None, mixup=False, workers=0, eval_images=2000, extra_eval_images=20000),
+            # data scaling: every subset gets 500 steps of 500 images (100, 25 and 5 epochs), the full recipe
+            *[from_recipe(f"data scaling, {n} per class", m, c10, 10 * n, epochs=500 * 500 // (10 * n),
+                          batch_size=500, extra_eval_images=2000)
               for n in (250, 1000, 5000) for m in ("ViT-Micro/4", "ResNet-20-w2")]],
-        "06_hybrid": [
-            from_recipe("hybrid R-S4+ViT-Micro/4 (the ViT and CNN load 04's)", "R-S4+ViT-Micro/4", c10, 50000,
-                        eval_images=2000, extra_eval_images=30000)],
+        "06_hybrid": [  # the ViT and the CNN are 04's (loaded from its checkpoints: 04 runs first)
+            from_recipe("hybrid R-S4+ViT-Micro/4", "R-S4+ViT-Micro/4", c10, 50000, eval_images=200,
+                        extra_eval_images=40000),
+            from_recipe("a deeper ViT-Micro/4 of the hybrid's FLOPs (depth 7)", "ViT-Micro/4:d7", c10, 50000,
+                        eval_images=200)],
         "07_finetuning_at_higher_resolution": [
             from_recipe("ViT-Nano/16 at 64 px", "ViT-Nano/16@64", nette64, 9469, eval_images=3925),
             from_recipe("mosaic model at 64 px", "ViT-Nano/16@64", mosaic, 9469, eval_images=3925,
@@ -139,8 +151,11 @@ def notebook_runs() -> dict[str, list[Run]]:
             Run("fine-tuning arms at 128 px", "ViT-Nano/16@128", "imagenette", 9469, 10, 512,
                 eval_images=3925, repeat=4)],
         "08_inspecting_vit": [
-            from_recipe("ViT-Nano/16 at 128 px", "ViT-Nano/16@128", nette, 9469, eval_images=2000,
-                        extra_eval_images=2000)],
+            # the mosaic model is 07's (loaded from its checkpoint: 07 runs first); after training, attention
+            # maps of 200 images x 2 models, a masking test of 2,000 images x 4 variants, maps of 3,925 mosaics
+            # x 2 models and a masking test of 3,000 mosaics x 6 variants
+            from_recipe("ViT-Nano/16 at 128 px", "ViT-Nano/16@128", nette, 9469, eval_images=500,
+                        extra_eval_images=2 * 200 + 4 * 2000 + 2 * 3925 + 6 * 3000)],
         "09_masked_patch_prediction": [
             Run("MPP pre-training", "ViT-Micro/4", "cifar10", 50000, 30, 1024, eval_images=500),
             Run("fine-tuning, 2 arms x 5 seeds", "ViT-Micro/4", "cifar10", 1000, 50, 128, eval_images=2000,

@@ -79,7 +79,7 @@ def loader_rate(dataset: str, workers: int, images: int) -> float:
     from minivit.augment import rand_augment
     from minivit.data import SHAPES
     from minivit.recipes import get
-    from minivit.train import _TransformedImages
+    from minivit.train.loop import _TransformedImages
     ops = get(dataset, "full").rand_augment
     imgs = torch.randint(0, 256, (images, *SHAPES[dataset]), dtype=torch.uint8)
     ds = _TransformedImages(imgs, torch.zeros(images, dtype=torch.long), rand_augment(dataset, *ops))

@@ -143,6 +143,10 @@ class CifarResNet(nn.Module):
             raise ValueError(f"unknown CNN preset {name!r}; expected one of {list(CNN_PRESETS)}")
         return cls(num_classes=num_classes, in_channels=in_channels, **CNN_PRESETS[name])
 
+    def num_params(self, trainable_only: bool = False) -> int:
+        """Number of parameters (all, or only those with `requires_grad`), as `minivit.ViT.num_params`."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
+
     def forward_features(self, images: torch.Tensor) -> torch.Tensor:
         """(B, C, H, W) -> the last stage's feature map (B, widths[-1], H / 2^(S-1), W / 2^(S-1)), before pooling."""
         check_float_images(images, self.in_channels)

@@ -5,14 +5,16 @@ The paper looks inside ViT in three ways (§4.5):
 - Fig. 7 (left), "RGB embedding filters (first 28 principal components)": the principal components of the
   patch-embedding filters E, `filter_principal_components`.
 - Fig. 7 (centre), the cosine similarity of the learned position embeddings: `minivit.pos_embed_similarity`
-  draws it; `pos_embed_grid_summary` puts numbers on it (neighbours vs far patches, same row/column).
+  draws it; `pos_embed_grid_summary` puts numbers on it (neighbours vs far patches, same row/column,
+  left-right mirror positions).
 - Fig. 7 (right) and Fig. 11, the mean attention distance: "Attention distance was computed for 128 example
   images by averaging the distance between the query pixel and all other pixels, weighted by the attention
   weight. Each dot shows the mean attention distance across images for one of 16 heads at one layer."
   `mean_attention_distance`.
 - Fig. 6, attention maps from the output token to the input space, by Attention Rollout (App. D.8: "we
   averaged attention weights of ViT-L/16 across all heads and then recursively multiplied the weight matrices
-  of all layers"): `attention_rollout`, then `class_token_map` to lay the [class] row out on the patch grid.
+  of all layers"): `attention_rollout`, then `class_token_map` to lay the [class] row out on the patch grid,
+  and `ratio_to_uniform` to compare it with uniform attention (1 on every patch).
 
 Attention maps come from `ViT.attention_maps(images)` (a list of L tensors (B, heads, T, T)), never from hooks
 on private modules: hooks see nothing when attention is fused (jacobgil/vit-explain#23). `record_attention`
@@ -107,6 +109,24 @@ def class_token_map(
     return rearrange(attention[:, 0, num_prefix_tokens:], "b (h w) -> b h w", h=gh)  # (B, h, w)
 
 
+def ratio_to_uniform(maps: torch.Tensor) -> torch.Tensor:
+    """Each map over the patch grid divided by its mean: (B, h, w) -> (B, h, w), 1 = uniform attention.
+
+    A patch at 2 gets twice the share of the map's mass that uniform attention (the same share for every
+    patch) would give it, at 0.5 half. The mass on prefix tokens ([class]) does not count: only how the map
+    spreads over the patches. For drawing rollout maps on a diverging scale centred at 1.
+    """
+    if not isinstance(maps, torch.Tensor) or maps.ndim != 3:
+        shape = tuple(maps.shape) if isinstance(maps, torch.Tensor) else type(maps).__name__
+        raise ValueError(f"expected maps over the patch grid (B, h, w), e.g. from class_token_map, got {shape}")
+    if (maps < 0).any():
+        raise ValueError("expected non-negative maps (attention weights), got negative entries")
+    mean = maps.mean(dim=(1, 2), keepdim=True)  # (B, 1, 1)
+    if (mean <= 0).any():
+        raise ValueError("a map is zero everywhere: it has no share to compare with uniform attention")
+    return maps / mean  # (B, h, w)
+
+
 def _patch_centre_distances(grid: tuple[int, int], patch_size: float) -> torch.Tensor:
     """(N, N) Euclidean distances in pixels between patch centres ((i + 0.5) P, (j + 0.5) P), row-major."""
     gh, gw = grid
@@ -133,12 +153,12 @@ def mean_attention_distance(
     The [class] token (the first `num_prefix_tokens` tokens) has no place on the image: its row and column
     are dropped. With `renormalize=True` (default) each query row is then divided by its mass on the patch
     keys, so the weights sum to 1 again and the result is a weighted *mean*, as in the paper's description
-    ("weighted by the attention weight"); the code posted in google-research/vision_transformer#162 (as
-    copied in public repositories) comments that its weights "sum to 1 because they are the output of a
-    softmax", which holds only before the [class] column is dropped. Without renormalising,
-    attention to [class] silently counts as distance 0, so a head that attends mostly to [class] looks
-    local. `renormalize=False` reproduces the public reference code (the snippet posted in
-    google-research/vision_transformer#162, sayakpaul/probing-vits), which slices without renormalising.
+    ("weighted by the attention weight"). The authors' code does not: the code mjlm posted for Fig. 11 in
+    google-research/vision_transformer#162 takes `attn[..., 1:, 1:]` and sums distances times weights, with
+    the comment that the weights "sum to 1 because they are the output of a softmax", which holds only
+    before the [class] column is dropped. Without renormalising, attention to [class] silently counts as
+    distance 0, so a head that attends mostly to [class] looks local. `renormalize=False` reproduces the
+    authors' code (sayakpaul/probing-vits slices the same way).
     """
     gh, gw = _grid(grid_size)
     if not patch_size > 0:
@@ -185,10 +205,18 @@ def pos_embed_grid_summary(
     """Numbers for a position-embedding similarity map (Fig. 7 centre), over pairs of distinct patches.
 
     pos_embed: (1, num_prefix_tokens + h*w, D). From `minivit.pos_embed_similarity`, the mean cosine
-    similarity to the 4 grid neighbours ("neighbour") vs to patches at grid distance >= `far` ("far"),
-    to patches in the same row or column ("same_row_col") vs all others ("other"), and the Pearson
-    correlation between similarity and Euclidean grid distance ("corr_distance"; negative when nearer
-    patches are more similar).
+    similarity
+    - to the 4 grid neighbours ("neighbour") vs to patches at grid distance >= `far` ("far");
+    - to patches in the same row or column ("same_row_col") vs all others ("other");
+    - the Pearson correlation between similarity and Euclidean grid distance ("corr_distance"; negative
+      when nearer patches are more similar);
+    - between left-right mirror positions (r, c) and (r, w-1-c) ("mirror"), vs pairs in the same row at the
+      same column distance that are not mirrors ("mirror_control": the mean at each distance, weighted as the
+      mirror pairs at that distance; the corner distance w-1 has no such pair and is left out), and between
+      top-bottom mirror positions (r, c) and (h-1-r, c) ("mirror_vertical": the same distances on a square
+      grid, and the same border/centre roles). Random horizontal flips give left-right mirror positions
+      statistically identical gradients, which predicts mirror > mirror_control and mirror > mirror_vertical.
+      "mirror_control" is NaN on grids less than 4 patches wide, which have no such pair.
     """
     gh, gw = _grid(grid_size)
     n = gh * gw
@@ -196,13 +224,27 @@ def pos_embed_grid_summary(
     rows, cols = torch.arange(n) // gw, torch.arange(n) % gw  # (N,) each
     dist = ((rows[:, None] - rows[None]) ** 2 + (cols[:, None] - cols[None]) ** 2).float().sqrt()  # (N, N)
     distinct = ~torch.eye(n, dtype=torch.bool)  # (N, N)
-    line = ((rows[:, None] == rows[None]) | (cols[:, None] == cols[None])) & distinct  # (N, N)
+    same_row, same_col = rows[:, None] == rows[None], cols[:, None] == cols[None]  # (N, N) each
+    line = (same_row | same_col) & distinct  # (N, N)
     groups = {"neighbour": dist == 1, "far": dist >= far, "same_row_col": line, "other": distinct & ~line}
     empty = [name for name, m in groups.items() if not m.any()]
     if empty:
         raise ValueError(f"a {gh}x{gw} grid has no pairs for {empty} (far={far}); use a larger grid or a smaller far")
     summary = {name: sim[m].mean().item() for name, m in groups.items()}
     summary["corr_distance"] = torch.corrcoef(torch.stack([sim[distinct], dist[distinct]]))[0, 1].item()
+    mirror = same_row & (cols[:, None] + cols[None] == gw - 1) & distinct  # (N, N): (r, c) ~ (r, w-1-c)
+    vertical = same_col & (rows[:, None] + rows[None] == gh - 1) & distinct  # (N, N): (r, c) ~ (h-1-r, c)
+    col_dist = (cols[:, None] - cols[None]).abs()  # (N, N)
+    controls, weights = [], []
+    for d in col_dist[mirror].unique().tolist():
+        control = same_row & ~mirror & distinct & (col_dist == d)  # same row, same distance, not mirrored
+        if control.any():
+            controls.append(sim[control].mean())
+            weights.append((mirror & (col_dist == d)).sum())
+    summary["mirror"] = sim[mirror].mean().item()  # not empty: a grid with "other" pairs is >= 2 wide and high
+    summary["mirror_control"] = ((torch.stack(controls) * torch.stack(weights)).sum() / torch.stack(weights).sum()
+                                 ).item() if controls else float("nan")
+    summary["mirror_vertical"] = sim[vertical].mean().item()
     return summary
 
 
@@ -257,5 +299,6 @@ __all__ = [
     "mean_attention_distance",
     "filter_principal_components",
     "pos_embed_grid_summary",
+    "ratio_to_uniform",
     "record_attention",
 ]

@@ -55,6 +55,14 @@ def test_preset_parameter_count(name):
     assert count(CifarResNet.from_preset(name, num_classes=10)) == PINNED[name]
 
 
+@pytest.mark.parametrize("name", list(PINNED))
+def test_num_params_counts_every_parameter(name):
+    model = CifarResNet.from_preset(name, num_classes=10)
+    assert model.num_params() == PINNED[name] == model.num_params(trainable_only=True)
+    model.fc.requires_grad_(False)  # a frozen head: trainable parameters only
+    assert model.num_params(trainable_only=True) == PINNED[name] - count(model.fc) and model.num_params() == PINNED[name]
+
+
 def test_resnet20_is_he_et_al_apart_from_projection_shortcuts():
     model = CifarResNet.from_preset("ResNet-20")
     shortcuts = sum(p.numel() for n, p in model.named_parameters() if ".downsample." in n)

@@ -95,6 +95,56 @@ def test_lr_schedule_check():
     assert "expected a number" in check_lr_schedule(lambda s, t, w: None, verbose=False).failures[0]
 
 
+def test_linear_lr_schedule_check():
+    from minivit.exercises import check_linear_lr_schedule
+    from minivit.optim import lr_factor
+
+    def linear(step, total, warmup):
+        return (step + 1) / warmup if step < warmup else (total - step) / (total - warmup) if total > warmup else 1.0
+    assert check_linear_lr_schedule(linear, verbose=False)
+    r = check_linear_lr_schedule(lr_factor, verbose=False)  # the cosine of the notebook is not the answer
+    assert not r and any("step 99 of 100" in f for f in r.failures)
+    assert "expected a number" in check_linear_lr_schedule(lambda s, t, w: None, verbose=False).failures[0]
+
+
+def test_param_groups_check():
+    from minivit.exercises import check_param_groups
+    from minivit.optim import param_groups
+    assert check_param_groups(param_groups, verbose=False)
+
+    def decay_everything_but_biases(model, wd):
+        groups = ([], [])
+        for name, p in model.named_parameters():
+            groups[name.endswith("bias")].append(p)
+        return [{"params": groups[0], "weight_decay": wd}, {"params": groups[1], "weight_decay": 0.0}]
+    r = check_param_groups(decay_everything_but_biases, verbose=False)
+    assert not r and "holds 11 tensors it should not" in r.failures[0] and "norm1.weight" in r.failures[0]
+    r = check_param_groups(lambda m, wd: param_groups(m, 0.05), verbose=False)
+    assert r.passed == 0 and "expected [0.3, 0.0]" in r.failures[0]
+    assert "expected a list of two dicts" in check_param_groups(lambda m, wd: None, verbose=False).failures[0]
+
+
+def test_clip_grad_norm_check():
+    from minivit.exercises import check_clip_grad_norm
+
+    def clip(grads, max_norm):
+        total = torch.sqrt(sum((g**2).sum() for g in grads))
+        return [g * min(1.0, max_norm / (total.item() + 1e-6)) for g in grads], total.item()
+
+    def clip_each(grads, max_norm):  # per tensor: not the global norm
+        return [g * min(1.0, max_norm / g.norm().item()) for g in grads], max(g.norm().item() for g in grads)
+
+    def always_scale(grads, max_norm):  # scales up short gradients too
+        total = torch.sqrt(sum((g**2).sum() for g in grads)).item()
+        return [g * max_norm / total for g in grads], total
+    assert check_clip_grad_norm(clip, verbose=False)
+    r = check_clip_grad_norm(clip_each, verbose=False)
+    assert not r and any("the norm is global" in f for f in r.failures)
+    r = check_clip_grad_norm(always_scale, verbose=False)
+    assert r.passed == 2 and "unchanged" in r.failures[0]
+    assert "expected a pair" in check_clip_grad_norm(lambda g, m: None, verbose=False).failures[0]
+
+
 def test_hybrid_tokens_check():
     from minivit.exercises import check_hybrid_tokens
 

@@ -13,6 +13,7 @@ from minivit.inspection import (
     filter_principal_components,
     mean_attention_distance,
     pos_embed_grid_summary,
+    ratio_to_uniform,
     record_attention,
 )
 from tests.conftest import TINY, randomize_, tiny_model
@@ -259,9 +260,69 @@ def test_grid_summary_of_sincos_and_errors():
         pos_embed_grid_summary(torch.randn(1, 5, 8), 2)
 
 
+def _mirrored_embedding(gh, gw, d=16, seed=0):
+    """(1, 1+N, D): an embedding where (r, c) and (r, gw-1-c) share one random vector, all else independent."""
+    g = torch.Generator().manual_seed(seed)
+    per_half = torch.randn(gh, (gw + 1) // 2, d, generator=g)  # (h, ceil(w/2), D)
+    cols = torch.tensor([min(c, gw - 1 - c) for c in range(gw)])
+    grid = per_half[:, cols]  # (h, w, D): mirror columns equal
+    return torch.cat([torch.zeros(1, d), grid.reshape(gh * gw, d)])[None]
+
+
+def test_grid_summary_mirror_groups_by_brute_force():
+    gh, gw = 5, 8
+    pe = _mirrored_embedding(gh, gw)
+    s = pos_embed_grid_summary(pe, (gh, gw))
+    assert s["mirror"] == pytest.approx(1.0)  # mirror columns are copies
+    assert abs(s["mirror_control"]) < 0.3 and abs(s["mirror_vertical"]) < 0.3  # independent random vectors
+    # brute force on a random embedding: the three groups by their definitions
+    pe = torch.randn(1, 1 + gh * gw, 16, generator=torch.Generator().manual_seed(1))
+    s = pos_embed_grid_summary(pe, (gh, gw))
+    v = pe[0, 1:]
+    cos = lambda i, j: torch.nn.functional.cosine_similarity(v[i], v[j], dim=0).item()
+    at = lambda r, c: r * gw + c
+    mirror = [cos(at(r, c), at(r, gw - 1 - c)) for r in range(gh) for c in range(gw) if c != gw - 1 - c]
+    vertical = [cos(at(r, c), at(gh - 1 - r, c)) for r in range(gh) for c in range(gw) if r != gh - 1 - r]
+    assert s["mirror"] == pytest.approx(sum(mirror) / len(mirror), abs=1e-5)
+    assert s["mirror_vertical"] == pytest.approx(sum(vertical) / len(vertical), abs=1e-5)
+    by_distance, weights = {}, {}
+    for c in range(gw):  # mirror distances and their counts (ordered pairs)
+        if c != gw - 1 - c:
+            d = abs(gw - 1 - 2 * c)
+            weights[d] = weights.get(d, 0) + gh
+    for d in weights:
+        ctrl = [cos(at(r, a), at(r, b)) for r in range(gh) for a in range(gw) for b in range(gw)
+                if abs(a - b) == d and a + b != gw - 1]
+        if ctrl:
+            by_distance[d] = sum(ctrl) / len(ctrl)
+    assert gw - 1 not in by_distance  # the corner distance has only the mirror pair
+    expected = sum(weights[d] * by_distance[d] for d in by_distance) / sum(weights[d] for d in by_distance)
+    assert s["mirror_control"] == pytest.approx(expected, abs=1e-5)
+
+
+def test_grid_summary_mirror_control_is_nan_on_narrow_grids():
+    s = pos_embed_grid_summary(torch.randn(1, 1 + 6, 8), (2, 3), far=1.0)  # 3 wide: no same-row control
+    assert not math.isnan(s["mirror"]) and not math.isnan(s["mirror_vertical"]) and math.isnan(s["mirror_control"])
+    s = pos_embed_grid_summary(torch.randn(1, 1 + 8, 8), (2, 4), far=1.0)  # 4 wide: (0, 1) vs the mirror (0, 3)
+    assert not math.isnan(s["mirror_control"])
+
+
+def test_ratio_to_uniform():
+    m = torch.tensor([[[1.0, 3.0], [0.0, 0.0]], [[0.25, 0.25], [0.25, 0.25]]])  # (2, 2, 2)
+    r = ratio_to_uniform(m)
+    torch.testing.assert_close(r, torch.tensor([[[1.0, 3.0], [0.0, 0.0]], [[1.0, 1.0], [1.0, 1.0]]]))
+    torch.testing.assert_close(r.mean(dim=(1, 2)), torch.ones(2))
+    with pytest.raises(ValueError, match=r"expected maps over the patch grid \(B, h, w\)"):
+        ratio_to_uniform(torch.ones(4, 4))
+    with pytest.raises(ValueError, match="non-negative"):
+        ratio_to_uniform(-torch.ones(1, 2, 2))
+    with pytest.raises(ValueError, match="zero everywhere"):
+        ratio_to_uniform(torch.zeros(1, 2, 2))
+
+
 def test_model_pos_embed_and_filters_work_end_to_end():
     model = ViT(TINY)
     assert set(pos_embed_grid_summary(model.pos_embed, (2, 2), far=1.0)) == {
-        "neighbour", "far", "same_row_col", "other", "corr_distance"}
+        "neighbour", "far", "same_row_col", "other", "corr_distance", "mirror", "mirror_control", "mirror_vertical"}
     comps, ratios = filter_principal_components(model.patch_embed.proj.weight, 4)
     assert comps.shape == (4, 3, 4, 4) and not comps.requires_grad

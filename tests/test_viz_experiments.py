@@ -27,6 +27,18 @@ def test_runs_one_line_per_run_in_every_axes():
         plot_runs({"vit": _history([0.1])}, metrics=("accuracy",))
 
 
+def test_runs_against_a_budget_with_named_axes():
+    runs = {"vit": _history([0.1, 0.2]), "cnn": _history([0.3])}
+    fig = plot_runs(runs, metrics=("val_acc",), labels={"val_acc": "test accuracy"}, x_per_epoch={"vit": 2.0, "cnn": 5.0},
+                    xlabel="training FLOPs")
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "test accuracy" and ax.get_xlabel() == "training FLOPs"
+    assert [list(l.get_xdata()) for l in ax.get_lines()] == [[2.0, 4.0], [5.0]]
+    assert plot_runs(runs).axes[1].get_ylabel() == "train acc"  # the field's name by default
+    with pytest.raises(ValueError, match="one amount per run"):
+        plot_runs(runs, x_per_epoch={"vit": 1.0})
+
+
 def test_confusion_matrices_rows_as_fractions_on_one_scale():
     m = torch.tensor([[8, 2], [1, 9]])
     fig = plot_confusion_matrices({"a": m, "b": m * 2}, ["x", "y"])
@@ -43,6 +55,8 @@ def test_accuracies_with_error_bars_and_train_points():
     ticks = {t.get_text(): y for t, y in zip(ax.get_yticklabels(), ax.get_yticks())}
     assert ticks["a"] > ticks["b"]  # listed top to bottom as given
     assert list(ax.get_lines()[-1].get_xdata()) == [0.7, 0.65]
+    legend = plot_accuracies(["a"], [0.5], train_accuracies=[0.6], train_label="train, clean").axes[0].get_legend()
+    assert sorted(t.get_text() for t in legend.get_texts()) == ["test", "train, clean"]
     with pytest.raises(ValueError, match="same length"):
         plot_accuracies(["a"], [0.5, 0.6])
 

@@ -39,3 +39,29 @@ def test_compute_by_family_paper_panel_and_shared_colours():
         plot_compute_by_family({"ViT": ([1, 2], [1], [0.1, 0.2])})
     with pytest.raises(ValueError, match="tuple of 2 sequences"):
         plot_compute_by_family(ours, {"ViT": ([1], [1], [1])})
+
+
+def test_compute_by_family_draws_the_papers_models_as_markers_only():
+    ours = {"ViT": ([1e12, 2e12], [10.0, 20.0], [30.0, 35.0])}
+    fig = plot_compute_by_family(ours, {"ViT": ([55, 224], [80.73, 84.15])})
+    paper_line = fig.axes[0].get_lines()[0]
+    assert paper_line.get_linestyle() == "None" and paper_line.get_marker() == "s"  # different models
+    assert fig.axes[1].get_lines()[0].get_linestyle() == "-"  # one run of ours, epoch by epoch
+
+
+def test_feature_map_rows_one_figure_one_scale_and_a_colour_bar():
+    from minivit.viz import plot_feature_map_rows
+    image = torch.randint(0, 256, (3, 32, 32), dtype=torch.uint8)
+    row = (image, {"conv1": 5 * torch.rand(32, 32), "tokens": torch.arange(64.0).reshape(8, 8)})
+    fig = plot_feature_map_rows({"trained": row, "untrained": row})
+    axes = fig.axes
+    assert len(axes) == 2 * 3 + 1  # two rows of image + 2 maps, and the colour bar
+    maps = [ax.get_images()[0] for ax in axes[:6] if ax.get_images() and ax.get_images()[0].get_array().ndim == 2]
+    assert len(maps) == 4 and all(im.get_clim() == (0.0, 1.0) for im in maps)  # one shared scale
+    np.testing.assert_allclose(maps[1].get_array().max(), 1.0)  # each map divided by its maximum
+    assert axes[0].get_ylabel() == "trained" and axes[3].get_ylabel() == "untrained"
+    assert len(axes[2].get_lines()) == 7 + 7  # the token grid's cell borders
+    with pytest.raises(ValueError, match="same number of maps"):
+        plot_feature_map_rows({"a": row, "b": (image, {"conv1": torch.rand(4, 4)})})
+    with pytest.raises(ValueError, match="2-D maps"):
+        plot_feature_map_rows({"a": (image, {"x": torch.rand(2, 3, 3)})})

@@ -8,24 +8,35 @@ from __future__ import annotations
 from ._common import _as_numpy, _figure
 
 
-def plot_runs(histories: dict, metrics=("val_acc", "train_acc"), title: str | None = None):
+def plot_runs(histories: dict, metrics=("val_acc", "train_acc"), title: str | None = None, *,
+              labels: dict | None = None, x_per_epoch: dict | None = None, xlabel: str | None = None):
     """Several runs' curves on shared axes -> Figure with one axes per metric. `histories`: {label: History
     (or its dict)}; `metrics`: History fields, plotted against the epoch, one line per run (the same colour for
-    a run in every axes). Each axes has one y scale for all runs."""
+    a run in every axes). Each axes has one y scale for all runs.
+
+    labels: {metric: y-axis label} where the field's name would mislead (e.g. "train_acc" is a running mean over
+    augmented batches). x_per_epoch: {run label: amount per epoch}, to plot against a budget instead of the epoch,
+    e.g. the run's training FLOPs per epoch (x = epoch * amount; every run needs one); name it with `xlabel`."""
     from matplotlib.ticker import MaxNLocator
     if not histories:
         raise ValueError("expected at least one run: {label: History}")
+    if x_per_epoch is not None and set(x_per_epoch) != set(histories):
+        raise ValueError(f"x_per_epoch needs one amount per run, got {sorted(x_per_epoch)} for runs {sorted(histories)}")
+    labels = labels or {}
     fig, axes = _figure(len(metrics), width=4.2, height=3.2)
     for ax, metric in zip(axes, metrics):
         for k, (label, h) in enumerate(histories.items()):
             d = h.to_dict() if hasattr(h, "to_dict") else dict(h)
             if metric not in d:
                 raise ValueError(f"unknown metric {metric!r}; a History has {sorted(d)}")
-            points = [(e, v) for e, v in zip(d["epoch"], d[metric]) if v is not None]
+            scale = 1.0 if x_per_epoch is None else float(x_per_epoch[label])
+            points = [(e * scale, v) for e, v in zip(d["epoch"], d[metric]) if v is not None]
             if points:
                 ax.plot(*zip(*points), "o-", color=f"C{k}", label=label, markersize=3)
-        ax.set(xlabel="epoch", ylabel=metric.replace("_", " "))
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set(xlabel=xlabel or ("epoch" if x_per_epoch is None else "budget"),
+               ylabel=labels.get(metric, metric.replace("_", " ")))
+        if x_per_epoch is None:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     if title:
@@ -61,10 +72,11 @@ def plot_confusion_matrices(matrices: dict, classes, title: str | None = None):
 
 
 def plot_accuracies(labels, accuracies, errors=None, train_accuracies=None, xlabel: str = "test top-1 accuracy",
-                    title: str | None = None):
+                    title: str | None = None, train_label: str = "train (end of training)"):
     """One dot per run with an error bar (e.g. the binomial standard error of an accuracy) -> Figure.
     `labels`, `accuracies` (fractions), optional `errors` and `train_accuracies` (drawn as open circles,
-    so the train-test gap shows). Runs are listed top to bottom in the order given."""
+    so the train-test gap shows, with the legend entry `train_label`). Runs are listed top to bottom in the order
+    given. With training points, name the axis for both (e.g. xlabel="top-1 accuracy")."""
     n = len(labels)
     acc = [float(a) for a in accuracies]
     if len(acc) != n or (errors is not None and len(errors) != n) or (
@@ -74,7 +86,7 @@ def plot_accuracies(labels, accuracies, errors=None, train_accuracies=None, xlab
     ys = list(range(n))[::-1]
     ax.errorbar(acc, ys, xerr=errors, fmt="o", color="C0", capsize=3, label="test")
     if train_accuracies is not None:
-        ax.plot([float(a) for a in train_accuracies], ys, "o", mfc="none", color="C1", label="train (end of training)")
+        ax.plot([float(a) for a in train_accuracies], ys, "o", mfc="none", color="C1", label=train_label)
     ax.set_yticks(ys, labels)
     ax.set(xlabel=xlabel)
     ax.grid(alpha=0.3, axis="x")
