@@ -94,6 +94,10 @@ def patch_color_codes(images: torch.Tensor, patch_size: int, bits: int = 3) -> t
     if images.dtype == torch.uint8:
         x = images.double() / 255  # (B, 3, H, W) in [0, 1]
     elif images.is_floating_point():
+        nans = int(torch.isnan(images).sum())
+        if nans:
+            raise ValueError(f"the images contain NaN ({nans:,} of {images.numel():,} values): expected uint8 "
+                             "0..255 or float pixels in [0, 1]")
         lo, hi = images.min().item(), images.max().item()
         if lo < 0:
             raise ValueError(
@@ -236,15 +240,24 @@ class MaskedPatchPrediction(nn.Module):
 
 
 def mpp_loss(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over the corrupted positions only: logits (B, N, K), targets (B, N), mask (B, N) -> ()."""
+    """Mean cross-entropy over the corrupted positions only: logits (B, N, K), targets (B, N) integer colour
+    classes in 0..K-1 (checked where the mask is set), mask (B, N) bool with at least one True -> ()."""
     if logits.ndim != 3 or targets.shape != logits.shape[:2] or mask.shape != logits.shape[:2]:
         raise ValueError(
             f"expected logits (B, N, K), targets (B, N) and mask (B, N), got {tuple(logits.shape)}, "
             f"{tuple(targets.shape)} and {tuple(mask.shape)}"
         )
-    if mask.dtype != torch.bool or not mask.any():
+    if mask.dtype != torch.bool or targets.is_floating_point() or targets.dtype == torch.bool:
+        raise ValueError(f"expected integer targets and a bool mask, got {targets.dtype} and {mask.dtype}")
+    k = logits.shape[-1]
+    used = targets[mask]
+    if used.numel() == 0:
         raise ValueError("expected a boolean mask with at least one corrupted position")
-    return F.cross_entropy(logits[mask], targets[mask].long())
+    lo, hi = torch.stack([used.min(), used.max()]).tolist()  # one device sync for both
+    if lo < 0 or hi >= k:
+        raise ValueError(f"expected colour classes in 0..{k - 1} (the {k} logits of each patch) at the corrupted "
+                         f"positions, got targets {lo}..{hi}")
+    return F.cross_entropy(logits[mask], used.long())
 
 
 __all__ = [

@@ -14,9 +14,12 @@ learning rate decay." Our loop is `minivit.train.fit`'s, with the pretext task i
   uint8 tensor (N, 3, H, W) with a `normalize` callable.
 
 `evaluate_mpp` measures the pretext loss and colour accuracy on held-out images under a fixed corruption;
-`pretrain_mpp_or_load` trains and saves the `MaskedPatchPrediction` model under
-`minivit.recipes.checkpoint_dir()/<name>.pt`, or loads it when the same pre-training was done before
-(the same settings, model and images), like `minivit.recipes.Recipe.fit_or_load`.
+`pretrain_mpp(..., on_epoch=fn)` calls `fn(epoch, mpp)` before the first epoch and after every epoch, to
+measure what the representation is worth as it pre-trains (the paper chose MPP's settings by a few-shot
+linear probe, App. B.1.2; `minivit.probe`). `pretrain_mpp_or_load` trains and saves the `MaskedPatchPrediction`
+model under `minivit.recipes.checkpoint_dir()/<name>.pt`, or loads it when the same pre-training was done before
+(the same settings, model and images), like `minivit.recipes.Recipe.fit_or_load`; with `on_epoch` it also keeps
+every epoch's weights, so a loaded run measures the same.
 
     mpp = MaskedPatchPrediction(ViT.from_preset("ViT-Nano/4"))
     history = pretrain_mpp(mpp, unlabelled, epochs=3, lr=1e-3)    # history.train_loss: the pretext loss
@@ -68,6 +71,18 @@ def _check_mpp(mpp) -> None:
         raise ValueError(f"expected a minivit.mpp.MaskedPatchPrediction, got {type(mpp).__name__}")
 
 
+def _call_on_epoch(on_epoch, epoch: int, mpp, device) -> None:
+    """`on_epoch(epoch, mpp)` with `mpp` in eval mode and torch's RNG state restored afterwards (no-op for None)."""
+    if on_epoch is None:
+        return
+    mode = mpp.training
+    devices = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        mpp.eval()
+        on_epoch(epoch, mpp)
+    mpp.train(mode)
+
+
 @torch.no_grad()
 def evaluate_mpp(mpp: MaskedPatchPrediction, images, batch_size: int = 512, device=None, *, normalize=None,
                  seed: int = 0) -> dict:
@@ -101,7 +116,7 @@ def evaluate_mpp(mpp: MaskedPatchPrediction, images, batch_size: int = 512, devi
 def pretrain_mpp(mpp: MaskedPatchPrediction, images, val=None, *, epochs: int, batch_size: int = 128,
                  lr: float = 1e-3, weight_decay: float = 0.05, warmup_epochs: float = 1.0,
                  clip_grad: float | None = 1.0, augment=None, normalize=None, device=None, seed: int = 0,
-                 progress: bool = False) -> History:
+                 progress: bool = False, on_epoch=None) -> History:
     """Pre-train `mpp` (and so `mpp.vit`) in place on masked patch prediction; return the run's `History`.
 
     images: unlabelled training images, an `ImageDataset` (labels ignored) or uint8 (N, 3, H, W) with
@@ -114,6 +129,10 @@ def pretrain_mpp(mpp: MaskedPatchPrediction, images, val=None, *, epochs: int, b
     and the corruption (and torch's global RNG, as `fit` does). A non-finite loss raises
     FloatingPointError. The model ends in the train/eval mode it started in. A smoke run (`minivit.smoke`)
     caps `epochs` and `batch_size`.
+    on_epoch: None, or `on_epoch(epoch, mpp)`, called before the first epoch (epoch 0) and after every epoch
+        (1, 2, ...), with `mpp` on the device in eval mode: to measure the model as it pre-trains, e.g. the
+        few-shot linear probe the paper chose MPP's settings by (App. B.1.2; `minivit.probe`). It runs under
+        its own copy of torch's RNG state, so it does not change the run.
     """
     from tqdm.auto import tqdm
 
@@ -139,6 +158,7 @@ def pretrain_mpp(mpp: MaskedPatchPrediction, images, val=None, *, epochs: int, b
     optimizer = torch.optim.AdamW(param_groups(mpp, weight_decay), lr=lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, total, warmup))
     history = History(steps_per_epoch=steps_per_epoch)
+    _call_on_epoch(on_epoch, 0, mpp, device)
     bar = tqdm(total=total, unit="step", mininterval=1.0, disable=not progress)
     for epoch in range(epochs):
         mpp.train()
@@ -176,19 +196,27 @@ def pretrain_mpp(mpp: MaskedPatchPrediction, images, val=None, *, epochs: int, b
         history.append(epoch=epoch + 1, train_loss=loss_sum / count, train_acc=correct / count, val_loss=v["loss"],
                        val_acc=v["acc"], lr=history.step_lr[-1], images_per_s=len(images) / seconds,
                        epoch_time=seconds)
+        _call_on_epoch(on_epoch, epoch + 1, mpp, device)
     bar.close()
     mpp.train(was_training)
     return history
 
 
-def pretrain_mpp_or_load(mpp: MaskedPatchPrediction, images, val=None, *, name: str, **settings) -> History:
+def pretrain_mpp_or_load(mpp: MaskedPatchPrediction, images, val=None, *, name: str, on_epoch=None,
+                         **settings) -> History:
     """Like `pretrain_mpp(mpp, images, val, **settings)`, but first look for `checkpoint_dir()/<name>.pt`
     written by the same pre-training: the same settings (their repr; `device` and `progress` aside), ViT
     config, corruption rates and images (a fingerprint of their bytes). If it is there, load its weights
     into `mpp` and return its History; else pre-train, save atomically, and return the new History. Either way
-    `mpp` ends on the run's device (`device=...`, else `pretrain_mpp`'s default)."""
+    `mpp` ends on the run's device (`device=...`, else `pretrain_mpp`'s default).
+
+    on_epoch: as in `pretrain_mpp`. With it, the weights of `mpp` before and after every epoch are kept in
+    `checkpoint_dir()/<name>-epochs.pt` (one copy of the model per epoch), and a loaded run calls
+    `on_epoch(epoch, mpp)` on them in turn, so what it measures is the same whether the run was trained now
+    or loaded (the callback is not part of the key: it only measures). `mpp` ends with the final weights."""
+    from .checkpoint import atomic_save
     from .profile import default_device
-    from .recipes import fingerprint, train_or_load
+    from .recipes import checkpoint_dir, fingerprint, train_or_load
     _check_mpp(mpp)
 
     def bytes_of(d):
@@ -198,5 +226,39 @@ def pretrain_mpp_or_load(mpp: MaskedPatchPrediction, images, val=None, *, name: 
            "model": mpp.vit.config.to_dict(),
            "corruption": [mpp.mask_ratio, mpp.mask_prob, mpp.random_prob, mpp.bits],
            "images": bytes_of(images), "val": bytes_of(val)}
-    return train_or_load(name, mpp, key, lambda: pretrain_mpp(mpp, images, val, **settings),
-                         device=settings.get("device") or default_device())
+    device = torch.device(settings.get("device") or default_device())
+    if on_epoch is None:
+        return train_or_load(name, mpp, key, lambda: pretrain_mpp(mpp, images, val, **settings), device=device)
+    path, snapshots_path = checkpoint_dir() / f"{name}.pt", checkpoint_dir() / f"{name}-epochs.pt"
+    snapshots = _read_snapshots(snapshots_path, key)
+    if snapshots is None:  # no weights per epoch for this run: pre-train (again), keeping them
+        path.unlink(missing_ok=True)
+        kept = {}
+
+        def keep(epoch, model):
+            kept[epoch] = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+            on_epoch(epoch, model)
+
+        def train():
+            history = pretrain_mpp(mpp, images, val, on_epoch=keep, **settings)
+            atomic_save({"run": key, "epochs": kept}, snapshots_path)
+            return history
+        return train_or_load(name, mpp, key, train, device=device)
+    history = train_or_load(name, mpp, key, lambda: pretrain_mpp(mpp, images, val, **settings), device=device)
+    final = {k: v.detach().clone() for k, v in mpp.state_dict().items()}
+    for epoch in sorted(snapshots):
+        mpp.load_state_dict(snapshots[epoch])
+        _call_on_epoch(on_epoch, epoch, mpp, device)
+    mpp.load_state_dict(final)
+    return history
+
+
+def _read_snapshots(path, key) -> dict | None:
+    """{epoch: state dict} saved at `path` under `key`, or None (no file, unreadable, or another run)."""
+    try:
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception:
+        return None
+    if not isinstance(saved, dict) or saved.get("run") != key or not isinstance(saved.get("epochs"), dict):
+        return None
+    return saved["epochs"]

@@ -89,6 +89,13 @@ def test_color_code_errors(images, message):
         patch_color_codes(images, 4)
 
 
+def test_images_with_nan_are_named_as_such():
+    images = torch.rand(2, 3, 8, 8)
+    images[1, 0, 2, 3] = float("nan")
+    with pytest.raises(ValueError, match=r"the images contain NaN \(1 of 384 values\)"):
+        patch_color_codes(images, 4)
+
+
 def test_decode_and_encode_errors():
     with pytest.raises(ValueError, match=r"colour codes must lie in 0..511 for 3 bits, got 0..512"):
         decode_color_code(torch.tensor([0, 512]))
@@ -229,6 +236,23 @@ def test_loss_uses_only_corrupted_positions(gen):
         mpp_loss(logits, targets, torch.zeros(2, 5, dtype=torch.bool))
     with pytest.raises(ValueError, match=r"expected logits \(B, N, K\), targets \(B, N\) and mask \(B, N\)"):
         mpp_loss(logits, targets[:, :4], mask)
+
+
+def test_loss_refuses_targets_outside_the_colour_classes(gen):
+    logits = torch.randn(2, 5, 512, generator=gen)
+    mask = torch.ones(2, 5, dtype=torch.bool)
+    targets = torch.randint(0, 512, (2, 5), generator=gen)
+    targets[1, 3] = 700
+    with pytest.raises(ValueError, match=r"expected colour classes in 0..511 \(the 512 logits of each patch\) at the "
+                                         r"corrupted positions, got targets \d+..700"):
+        mpp_loss(logits, targets, mask)
+    targets[1, 3] = -1
+    with pytest.raises(ValueError, match=r"got targets -1..\d+"):
+        mpp_loss(logits, targets, mask)
+    mask[1, 3] = False  # an out-of-range target where nothing is predicted is not used
+    assert torch.isfinite(mpp_loss(logits, targets, mask))
+    with pytest.raises(ValueError, match="expected integer targets and a bool mask, got torch.float32"):
+        mpp_loss(logits, targets.float(), mask)
 
 
 def test_a_few_steps_lower_the_loss():

@@ -119,3 +119,48 @@ def test_pretraining_on_cuda():
                      normalize=norm, device="cuda")
     assert all(p.is_cuda for p in mpp.parameters()) and all(math.isfinite(v) for v in h.train_loss)
     assert h.val_loss[-1] < math.log(512) - 0.5
+
+
+def test_on_epoch_sees_every_epoch_in_eval_mode_and_does_not_change_the_run():
+    calls = []
+
+    def on_epoch(epoch, mpp):
+        calls.append((epoch, mpp.training, evaluate_mpp(mpp, colour_images(16, seed=4), normalize=norm)["loss"]))
+        torch.rand(3)  # a callback that draws random numbers must not change the training
+
+    runs = []
+    for callback in (None, on_epoch):
+        mpp = MaskedPatchPrediction(tiny_model(seed=1))
+        h = pretrain_mpp(mpp, colour_images(32), epochs=2, batch_size=16, lr=1e-2, normalize=norm, device="cpu",
+                         on_epoch=callback)
+        runs.append((h.train_loss, mpp.state_dict()))
+        assert mpp.training  # the mode it started in
+    assert runs[0][0] == runs[1][0] and all(torch.equal(runs[0][1][k], runs[1][1][k]) for k in runs[0][1])
+    assert [(e, t) for e, t, _ in calls] == [(0, False), (1, False), (2, False)]
+    assert calls[0][2] == pytest.approx(math.log(512), abs=1e-5) and calls[2][2] < calls[0][2]
+
+
+def test_cache_replays_on_epoch_on_the_kept_weights(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIVIT_DATA", str(tmp_path))
+    images, probe_images = colour_images(32), colour_images(16, seed=4)
+    settings = dict(epochs=2, batch_size=16, lr=1e-2, normalize=norm, device="cpu")
+
+    def recorder(log):
+        return lambda epoch, mpp: log.append((epoch, evaluate_mpp(mpp, probe_images, normalize=norm)["loss"]))
+    plain = MaskedPatchPrediction(tiny_model(seed=1))
+    pretrain_mpp_or_load(plain, images, name="mpp-snap", **settings)  # cached without weights per epoch
+    trained, loaded = [], []
+    first = MaskedPatchPrediction(tiny_model(seed=1))
+    h1 = pretrain_mpp_or_load(first, images, name="mpp-snap", on_epoch=recorder(trained), **settings)
+    assert [e for e, _ in trained] == [0, 1, 2]  # pre-trained again, to keep every epoch's weights
+    assert (tmp_path / "checkpoints" / "mpp-snap-epochs.pt").exists()
+    second = MaskedPatchPrediction(tiny_model(seed=5))
+    h2 = pretrain_mpp_or_load(second, images, name="mpp-snap", on_epoch=recorder(loaded), **settings)
+    assert h2.loaded_from is not None and h2.train_loss == h1.train_loss
+    assert loaded == trained  # the same measurements, from the kept weights
+    assert all(torch.equal(a, b) for a, b in zip(first.state_dict().values(), second.state_dict().values()))
+    (tmp_path / "checkpoints" / "mpp-snap-epochs.pt").unlink()
+    again = []
+    pretrain_mpp_or_load(MaskedPatchPrediction(tiny_model(seed=1)), images, name="mpp-snap",
+                         on_epoch=recorder(again), **settings)
+    assert again == trained  # weights per epoch gone: pre-trained again, the same run

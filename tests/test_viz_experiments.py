@@ -82,3 +82,21 @@ def test_data_scaling_one_line_per_model():
     assert ax.get_xscale() == "log" and [l.get_label() for l in ax.get_lines()] == ["ViT", "CNN"]
     with pytest.raises(ValueError, match="as many accuracies as sizes"):
         plot_data_scaling({"ViT": ([1, 2], [0.3])})
+
+
+def test_paired_gains_join_each_seed_and_show_the_mean_gain():
+    from minivit.viz import plot_paired_gains
+    fig = plot_paired_gains({"scratch": [0.30, 0.32, 0.31], "pre-trained": [0.33, 0.31, 0.35]}, (0.02, 0.013),
+                            baselines={"probe": 0.27})
+    left, right = fig.axes
+    pairs = [l for l in left.get_lines() if l.get_linestyle() == "-"]  # the dashed baseline aside
+    assert [list(l.get_ydata()) for l in pairs] == [[0.30, 0.33], [0.32, 0.31], [0.31, 0.35]]
+    assert [t.get_text() for t in left.get_xticklabels()] == ["scratch", "pre-trained"]
+    assert left.get_ylim()[0] < 0.27 and left.get_ylim()[1] > 0.35  # every seed and the baseline inside
+    dots = [l for l in right.get_lines() if l.get_label() == "gain of one seed"]
+    np.testing.assert_allclose(dots[0].get_ydata(), [0.03, -0.01, 0.04], atol=1e-12)
+    assert len(right.containers) == 1 and right.get_ylim()[0] < -0.01 and right.get_ylim()[1] > 0.04
+    with pytest.raises(ValueError, match="exactly two arms"):
+        plot_paired_gains({"a": [0.1]}, (0, 0))
+    with pytest.raises(ValueError, match="same .* number of seeds"):
+        plot_paired_gains({"a": [0.1, 0.2], "b": [0.1]}, (0, 0))

@@ -10,18 +10,18 @@ One module per topic, each naming the notebook that introduces it; everything is
 - `positions` (02): `plot_pos_embed_similarity`, `plot_grid_maps`
 - `attention` (03): `plot_attention_matrix`, `plot_attention_on_images`
 - `training` (03): `plot_history`, `plot_predictions`
-- `experiments` (04): `plot_runs`, `plot_confusion_matrices`, `plot_accuracies`
+- `experiments` (04): `plot_runs`, `plot_confusion_matrices`, `plot_accuracies`, `plot_paired_gains`
 - `scaling` (05): `plot_compute_accuracy`, `plot_data_scaling`
 - `hybrid` (06): `plot_feature_maps`, `plot_feature_map_rows`, `plot_compute_by_family`
 - `inspection` (08): `plot_attention_distance`, `plot_ratio_maps`
-- `mpp` (09): `plot_pretext_loss`, `plot_color_predictions`
+- `mpp` (09): `plot_pretext_curves`, `plot_pretext_loss`, `plot_color_predictions`
 """
 
 from .attention import plot_attention_matrix, plot_attention_on_images
-from .experiments import plot_accuracies, plot_confusion_matrices, plot_runs
+from .experiments import plot_accuracies, plot_confusion_matrices, plot_paired_gains, plot_runs
 from .hybrid import plot_compute_by_family, plot_feature_map_rows, plot_feature_maps
 from .inspection import plot_attention_distance, plot_ratio_maps
-from .mpp import plot_color_predictions, plot_pretext_loss
+from .mpp import plot_color_predictions, plot_pretext_curves, plot_pretext_loss
 from .patches import plot_patch_filters, plot_patch_grid, plot_patch_sequence, plot_patch_size_cost
 from .positions import plot_grid_maps, plot_pos_embed_similarity
 from .scaling import plot_compute_accuracy, plot_data_scaling
@@ -33,11 +33,13 @@ __all__ = [
     "plot_compute_by_family",
     "plot_confusion_matrices",
     "plot_data_scaling",
+    "plot_paired_gains",
     "plot_feature_map_rows",
     "plot_feature_maps",
     "plot_runs",
     "plot_attention_distance",
     "plot_color_predictions",
+    "plot_pretext_curves",
     "plot_pretext_loss",
     "plot_attention_matrix",
     "plot_attention_on_images",

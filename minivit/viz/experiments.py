@@ -94,3 +94,46 @@ def plot_accuracies(labels, accuracies, errors=None, train_accuracies=None, xlab
     if title:
         ax.set_title(title)
     return fig
+
+
+def plot_paired_gains(accuracies: dict, gain: tuple, baselines: dict | None = None, ylabel: str = "test accuracy",
+                      title: str | None = None):
+    """Two arms run with the same seeds, and the gain of the second over the first -> Figure with two axes.
+
+    `accuracies`: {arm: one value per seed}, exactly two arms with the same seeds in the same order (seed i of
+    one is paired with seed i of the other). `gain`: (mean, standard error) of the paired gains second - first
+    (e.g. `minivit.stats.mean_se`). `baselines`: {label: value} drawn as dashed lines on the left axes.
+    Left: each seed's two accuracies joined by a line (the pairing the analysis uses). Right: every seed's gain
+    (dots) and their mean ± s.e. (a bar), with a line at 0. Used in 09."""
+    import numpy as np
+    if len(accuracies) != 2:
+        raise ValueError(f"expected exactly two arms: {{arm: accuracies per seed}}, got {len(accuracies)}")
+    (first, a), (second, b) = ((k, np.asarray([float(v) for v in vs])) for k, vs in accuracies.items())
+    if len(a) != len(b) or len(a) < 1:
+        raise ValueError(f"expected the same (non-zero) number of seeds in both arms, got {len(a)} and {len(b)}")
+    mean, se = (float(v) for v in gain)
+    fig, (left, right) = _figure(2, width=3.8, height=3.3)
+    for i in range(len(a)):
+        left.plot([0, 1], [a[i], b[i]], "o-", color="C0", alpha=0.7, markersize=4, label="one seed" if i == 0 else None)
+    for k, (label, value) in enumerate((baselines or {}).items()):
+        left.axhline(float(value), ls="--", lw=1, color=("k", "tab:gray", "tab:brown")[k % 3], label=label)
+    left.set_xticks([0, 1], [first, second])
+    values = np.concatenate([a, b, [float(v) for v in (baselines or {}).values()]])
+    pad = 0.1 * (values.max() - values.min()) or 0.01
+    left.set(xlim=(-0.4, 1.4), ylim=(values.min() - pad, values.max() + pad), ylabel=ylabel)
+    left.grid(alpha=0.3, axis="y")
+    left.legend(fontsize=7, loc="best")
+    d = b - a
+    right.axhline(0.0, color="k", lw=0.8)
+    right.plot(np.zeros(len(d)) + np.linspace(-0.08, 0.08, len(d)), d, "o", color="C0", alpha=0.7, markersize=5,
+               label="gain of one seed")
+    right.errorbar([0.35], [mean], yerr=[se], fmt="s", color="C3", capsize=5, label="mean ± s.e.")
+    right.set_xticks([])
+    right.set(xlim=(-0.4, 0.7), ylabel=f"gain: {second} − {first}")
+    lim = max(abs(d).max(), abs(mean) + se) * 1.3 or 1.0
+    right.set_ylim(-lim, lim)
+    right.grid(alpha=0.3, axis="y")
+    right.legend(fontsize=7, loc="best")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
