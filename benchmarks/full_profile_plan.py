@@ -157,9 +157,11 @@ def notebook_runs() -> dict[str, list[Run]]:
             from_recipe("ViT-Nano/16 at 128 px", "ViT-Nano/16@128", nette, 9469, eval_images=500,
                         extra_eval_images=2 * 200 + 4 * 2000 + 2 * 3925 + 6 * 3000)],
         "09_masked_patch_prediction": [
-            Run("MPP pre-training", "ViT-Micro/4", "cifar10", 50000, 30, 1024, eval_images=500),
-            Run("fine-tuning, 2 arms x 5 seeds", "ViT-Micro/4", "cifar10", 1000, 50, 128, eval_images=2000,
-                repeat=10)],
+            # the few-shot probe after every epoch (and before): features of 2,500 + 2,000 images, 31 times
+            Run("MPP pre-training", "ViT-Micro/4", "cifar10", 50000, 30, 1024, eval_images=500,
+                extra_eval_images=31 * (2500 + 2000)),
+            Run("fine-tuning, 2 arms x 5 seeds", "ViT-Micro/4", "cifar10", 2500, 40, 256,
+                extra_eval_images=2000, repeat=10)],
     }
 
 
