@@ -9,10 +9,12 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def save_result(name: str, out: dict) -> Path:
-    """Write `out` as benchmarks/results/<name>.json via a temp file + rename, so a crash leaves no half file."""
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{name}.json"
+def save_result(name: str, out: dict, folder: Path = RESULTS) -> Path:
+    """Write `out` as <folder>/<name>.json (default benchmarks/results/) via a temp file + rename, so a crash leaves
+    no half file."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(out, indent=2))
     os.replace(tmp, path)

@@ -51,6 +51,12 @@ class Attention(nn.Module):
 
     timm's names: `qkv` (one Linear D -> 3D for queries, keys and values of
     every head) and `proj` (U_msa, D -> D).
+
+    The layout of `qkv`'s output (B, N, 3D), as timm's: (3, heads, Dh) -- the first D
+    columns are the queries of all heads, then the keys, then the values; within each,
+    head h has the Dh columns [h*Dh, (h+1)*Dh). So `qkv.weight` (3D, D) stacks U_q, U_k,
+    U_v, each (D, D), and `rearrange(qkv(x), "b n (three h dh) -> three b h n dh")`
+    splits it. `minivit.exercises.check_multi_head_attention` checks a written-out MSA.
     """
 
     def __init__(self, dim: int, heads: int, dropout: float = 0.0, fused: bool = True):

@@ -13,6 +13,9 @@ so an interrupted save never leaves a truncated checkpoint.
     save_checkpoint("runs/x/last.pt", model, optimizer=opt, history=h.to_dict(), epoch=3)
     state = load_checkpoint("runs/x/last.pt", model, optimizer=opt)  # restores in place
     model = load_model("runs/x/last.pt")                              # a ViT from the stored config
+
+A leaf of the package: it imports no other minivit module at import time (`load_model` imports the model
+classes when called), so every other module may import it.
 """
 
 from __future__ import annotations
@@ -165,13 +168,28 @@ def load_checkpoint(path, model: nn.Module | None = None, *, optimizer=None, sch
 
 
 def load_model(path, device=None) -> nn.Module:
-    """A `ViT` built from the checkpoint's config, with its weights, in eval mode."""
+    """A `ViT` built from the checkpoint's config, with its weights, in eval mode.
+
+    Hybrids too, when their config names the backbone (the hybrid presets, or `HybridEmbed` around one of
+    `minivit.hybrid.BACKBONES`). For any other model -- a hybrid around a CNN of your own, a `CifarResNet` --
+    build the model yourself and call `load_checkpoint(path, model)`; the error says so.
+    """
     from .config import ViTConfig
     from .vit import ViT
     state = read_checkpoint(path)
+    fix = "build the model yourself and call minivit.load_checkpoint(path, model)"
     if state.get("config") is None:
-        raise ValueError(f"{path} stores no model config; build the model yourself and use load_checkpoint")
-    model = ViT(ViTConfig.from_dict(state["config"]))
-    check_compatible(model, state, path)
+        raise ValueError(f"{path} stores no model config; {fix}")
+    try:
+        config = ViTConfig.from_dict(state["config"])
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{path} stores a config minivit.ViT cannot take ({e}); {fix}") from e
+    model = ViT(config)
+    try:
+        check_compatible(model, state, path)
+    except ValueError as e:
+        custom = config.backbone is None and any(k.startswith("patch_embed.backbone.") for k in state["model"])
+        why = "it holds a hybrid whose config names no backbone (a CNN of your own), so " if custom else ""
+        raise ValueError(f"{e}\n{why}load_model cannot rebuild it: {fix}") from e
     model.load_state_dict(state["model"])
     return model.to(device or "cpu").eval()

@@ -10,7 +10,17 @@ variant. Presets are named configs:
   model; for illustration, e.g. the cost of small patches);
 - course sizes for 32 px images (and one for 128 px) that train on a 2-core CPU in minutes. Unlike
   the paper's models (MLP size 4 D) they use an MLP size of 2 D, and they
-  default to 10 classes (the paper's presets to 1000).
+  default to 10 classes (the paper's presets to 1000);
+- hybrids (§3.1 "Hybrid Architecture", §4.1): a CNN's feature map instead of raw patches, named as the
+  paper names them ("R50+ViT-B/16") and as notebook 06 names the course's stems ("R-S4+ViT-Nano/4"). Their
+  config has `backbone` set (a name in `BACKBONE_STRIDES`; `minivit.hybrid` builds it) and `patch_size` equal
+  to the backbone's total stride in pixels -- the "/16" of the name: the feature map's 1x1 "patches" are
+  that many pixels apart -- so `grid_size` and `num_patches` describe the hybrid's tokens too.
+
+Field names follow lucidrains' vit-pytorch (`image_size`, `in_channels`, `dim`, `heads`, `mlp_dim`,
+`dropout`, `pool`); timm calls them `img_size`, `in_chans`, `embed_dim`, `num_heads`, `mlp_ratio * embed_dim`,
+`drop_rate`, `global_pool` (and `pool="mean"` is its `"avg"`, preset "ViT-Ti/16" its `vit_tiny_patch16_224`).
+The parameter names of the models are timm's exactly, so timm weights load as they are.
 
     >>> get_preset("ViT-B/16", num_classes=10).dim
     768
@@ -26,6 +36,8 @@ from typing import Any
 
 POOLS = ("token", "mean")
 HEADS = ("linear", "mlp")
+# The CNN backbones of hybrids (built by minivit.hybrid.build_backbone) and their total stride in pixels.
+BACKBONE_STRIDES = {"resnet_s4": 4, "resnet_s16": 16, "resnet50_s16": 16, "resnet50_s32": 32}
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,7 @@ class ViTConfig:
     dropout: float = 0.0  # after the position embedding, attention projection and MLP layers
     pool: str = "token"  # "token": the [class] token's output (Eq. 4); "mean": average of patch tokens
     head: str = "linear"  # "linear": zero-initialised D x K (fine-tuning); "mlp": one tanh hidden layer (pre-training)
+    backbone: str | None = None  # hybrid: the CNN whose feature map gives the tokens (BACKBONE_STRIDES); None: patches
 
     def __post_init__(self) -> None:
         size = self.image_size
@@ -70,6 +83,18 @@ class ViTConfig:
             raise ValueError(f"pool must be one of {POOLS}, got {self.pool!r}")
         if self.head not in HEADS:
             raise ValueError(f"head must be one of {HEADS}, got {self.head!r}")
+        if self.backbone is not None:
+            if self.backbone not in BACKBONE_STRIDES:
+                raise ValueError(f"backbone must be None (patches) or one of {list(BACKBONE_STRIDES)}, got "
+                                 f"{self.backbone!r}; for another CNN build ViT(config, patch_embed=HybridEmbed(...))")
+            stride = BACKBONE_STRIDES[self.backbone]
+            if self.patch_size != stride:
+                raise ValueError(f"a hybrid's patch_size is its backbone's stride in pixels: {self.backbone!r} makes "
+                                 f"tokens {stride} px apart, so set patch_size={stride}, not {self.patch_size}")
+
+    def __repr__(self) -> str:  # `backbone` only for a hybrid, as in to_dict
+        shown = {k: v for k, v in self.__dict__.items() if k != "backbone" or v is not None}
+        return f"ViTConfig({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     @property
     def image_hw(self) -> tuple[int, int]:
@@ -79,7 +104,7 @@ class ViTConfig:
 
     @property
     def grid_size(self) -> tuple[int, int]:
-        """(H / P, W / P): the patch grid."""
+        """(H / P, W / P): the patch grid (a hybrid's feature-map grid: P is its backbone's stride)."""
         h, w = self.image_hw
         return h // self.patch_size, w // self.patch_size
 
@@ -89,11 +114,18 @@ class ViTConfig:
         gh, gw = self.grid_size
         return gh * gw
 
+    @property
+    def is_hybrid(self) -> bool:
+        """True when the tokens come from a CNN backbone's feature map."""
+        return self.backbone is not None
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain-python dict (JSON- and `weights_only`-checkpoint friendly)."""
+        """Plain-python dict (JSON- and `weights_only`-checkpoint friendly); `backbone` only for a hybrid."""
         d = asdict(self)
         if isinstance(d["image_size"], tuple):
             d["image_size"] = list(d["image_size"])
+        if d["backbone"] is None:  # a pure ViT's dict is what it was before hybrids had configs
+            del d["backbone"]
         return d
 
     @classmethod
@@ -126,6 +158,14 @@ PRESETS["ViT-Nano/4"] = ViTConfig(image_size=32, patch_size=4, dim=64, depth=4, 
 PRESETS["ViT-Micro/4"] = ViTConfig(image_size=32, patch_size=4, dim=128, depth=6, heads=4, mlp_dim=256, num_classes=10)
 # A course size for 128 px images (Imagenette): 16 x 16 patches give an 8 x 8 grid, N = 64, as ViT-Nano/4 on 32 px.
 PRESETS["ViT-Nano/16"] = ViTConfig(image_size=128, patch_size=16, dim=96, depth=4, heads=4, mlp_dim=192, num_classes=10)
+# Hybrids (§3.1, §4.1): the Transformer of the ViT preset after "+", fed by a CNN's feature map. The course's stems
+# (06_hybrid.ipynb): "R-S4" (stride 4, 32 px -> 8 x 8 tokens) and "R-S16" (stride 16, 128 px -> 8 x 8); the paper's
+# ResNet-50 options (§4.1): (i) stage 4's output, stride 32 ("/32"), (ii) an extended stage 3, stride 16 ("/16").
+for _cnn, _vit in (("R-S4", "ViT-Nano/4"), ("R-S4", "ViT-Micro/4"), ("R-S16", "ViT-Nano/16"),
+                   ("R50", "ViT-B/16"), ("R50", "ViT-B/32"), ("R50", "ViT-L/16"), ("R50", "ViT-L/32")):
+    _stride = PRESETS[_vit].patch_size
+    PRESETS[f"{_cnn}+{_vit}"] = replace(PRESETS[_vit], backbone=f"resnet_s{_stride}" if _cnn != "R50" else f"resnet50_s{_stride}")
+del _cnn, _vit, _stride
 
 
 def list_presets() -> list[str]:
@@ -136,7 +176,10 @@ def list_presets() -> list[str]:
 def get_preset(name: str, **overrides: Any) -> ViTConfig:
     """The preset `name`, with any field replaced, e.g. `get_preset("ViT-B/16", num_classes=10)`."""
     if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; expected one of {list_presets()}")
+        hint = ""
+        if name.startswith("vit_"):
+            hint = " (timm's names map to the paper's: vit_tiny_patch16_224 is 'ViT-Ti/16', vit_base_patch32_224 'ViT-B/32')"
+        raise ValueError(f"unknown preset {name!r}; expected one of {list_presets()}{hint}")
     bad = set(overrides) - set(ViTConfig.__dataclass_fields__)
     if bad:
         raise ValueError(f"unknown ViTConfig fields {sorted(bad)}; expected {list(ViTConfig.__dataclass_fields__)}")

@@ -105,13 +105,28 @@ class ImageDataset:
 
 
 def data_root(root=None) -> Path:
-    """The data folder: `root`, else $MINIVIT_DATA, else <repo>/data in a source checkout, else ~/.cache/minivit."""
+    """The data folder: `root`, else $MINIVIT_DATA, else <repo>/data in a source checkout that this user can
+    write, else ~/.cache/minivit. A checkout whose data/ cannot be written (a shared or read-only class install)
+    falls back to ~/.cache/minivit with a warning, instead of failing at the first cache it writes."""
     if root is not None:
         return Path(root).expanduser()
     if os.environ.get("MINIVIT_DATA"):
         return Path(os.environ["MINIVIT_DATA"]).expanduser()
+    cache = Path.home() / ".cache" / "minivit"
     checkout = (REPO / "data").is_dir() and (REPO / "pyproject.toml").is_file()  # not site-packages/data
-    return REPO / "data" if checkout else Path.home() / ".cache" / "minivit"
+    if not checkout:
+        return cache
+    if not _writable(REPO / "data"):
+        warnings.warn(f"minivit: the checkout's data folder {REPO / 'data'} cannot be written (a shared or read-only "
+                      f"install), so data and caches go to {cache}; set MINIVIT_DATA to choose another folder",
+                      stacklevel=2)
+        return cache
+    return REPO / "data"
+
+
+def _writable(folder: Path) -> bool:
+    """Whether this user may create files in `folder`."""
+    return os.access(folder, os.W_OK | os.X_OK)
 
 
 def shared_source(source=None) -> Path:
@@ -361,13 +376,25 @@ def make_mosaics(dataset: ImageDataset, size: int | tuple[int, int], seed: int =
 
 
 def normalize(images: torch.Tensor, name: str) -> torch.Tensor:
-    """uint8 (B, C, H, W) -> float32 (B, C, H, W), (x / 255 - mean) / std of data set `name`, same device."""
+    """uint8 (B, C, H, W) in 0..255, or float in [0, 1] -> float32 (B, C, H, W), (x - mean) / std, same device.
+
+    mean and std are `NORMALIZATION[name]`: the per-channel statistics of data set `name`'s training split in
+    [0, 1] units (ImageNet's for Imagenette). For an image of your own (a JPEG, a PIL image), resized to a
+    model's input first: `minivit.preprocess`."""
     if name not in NORMALIZATION:
         raise ValueError(f"unknown data set {name!r}; expected one of {sorted(NORMALIZATION)}")
     mean, std = (torch.tensor(v, device=images.device).view(-1, 1, 1) for v in NORMALIZATION[name])  # (C, 1, 1)
-    if images.dtype != torch.uint8 or images.ndim != 4 or images.shape[1] != len(mean):
-        raise ValueError(f"expected uint8 (B, {len(mean)}, H, W) images for {name}, got {images.dtype} {tuple(images.shape)}")
-    return (images.float() / 255 - mean) / std
+    if images.dtype not in (torch.uint8, torch.float16, torch.bfloat16, torch.float32, torch.float64) or \
+            images.ndim != 4 or images.shape[1] != len(mean):
+        raise ValueError(f"expected uint8 or float (B, {len(mean)}, H, W) images for {name}, got {images.dtype} "
+                         f"{tuple(images.shape)}")
+    if images.dtype == torch.uint8:
+        return (images.float() / 255 - mean) / std
+    lo, hi = images.min().item(), images.max().item()
+    if lo < -1e-3 or hi > 1 + 1e-3:
+        looks = "normalised already" if lo < 0 else "in 0..255 (divide by 255)"
+        raise ValueError(f"expected float images in [0, 1], got values in [{lo:.3g}, {hi:.3g}]: these look {looks}")
+    return (images.float() - mean) / std
 
 
 def _sha256(path: Path) -> str:

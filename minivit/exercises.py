@@ -9,16 +9,25 @@ numbers, `None`, an exception -- is reported, never raised, so a notebook cell t
 always runs through. The returned `CheckResult` is true only when every case passed, so an
 instructor can grade with `assert check_patchify(fn, verbose=False)`.
 
+The shared machinery, for checks of your own: `_run` runs (label, thunk) cases and never raises;
+`_call(fn, *args)` calls the answer on copies of its tensor arguments (an answer that changes its input in
+place cannot spoil the expected value or a later case); `_compare` compares a tensor answer with the expected
+one and, when the values are right but in another order, says so; `_as_int` accepts a float with an exact
+integer value (e.g. `H / P * W / P`) where an int is expected.
+
 Introduced in 00_start_here.ipynb; each check names the notebook whose exercise it checks.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
 
 import torch
 
 __all__ = ["CheckResult", "check_head_parameters", "check_patchify", "check_resize_pos_embed", "check_attention",
+           "check_multi_head_attention",
            "check_lr_schedule", "check_forward_flops", "check_hybrid_tokens", "check_patch_centres",
            "check_linear_weights", "check_swap_tiles",
            "check_mean_attention_distance",
@@ -63,15 +72,48 @@ def _run(name: str, cases, verbose: bool) -> CheckResult:
     return result
 
 
-def _compare(got, expected: torch.Tensor, atol: float = 1e-5, what: str = "output") -> str | None:
-    """None when `got` is a tensor equal to `expected` (shape, then values); else what differs."""
+def _copy(value):
+    """A copy of `value` that shares no tensor memory with it (tensors cloned, in tuples and lists too)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_copy(v) for v in value)
+    return value
+
+
+def _call(fn, *args):
+    """`fn(*args)` on copies of the tensor arguments: the check's own inputs stay as they were."""
+    return fn(*(_copy(a) for a in args))
+
+
+def _as_int(value) -> int | None:
+    """`value` as an int when it is one, or a float (or 0-d tensor) with an exact integer value; else None."""
+    if isinstance(value, torch.Tensor) and value.ndim == 0 and value.dtype != torch.bool:
+        value = value.item()
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
+        return int(value)
+    return None
+
+
+def _compare(got, expected: torch.Tensor, atol: float = 1e-5, what: str = "output",
+             order_hint: str = "") -> str | None:
+    """None when `got` is a tensor equal to `expected` (shape, then values); else what differs. When the values
+    are all there but in another order, says so, followed by `order_hint`."""
     if not isinstance(got, torch.Tensor):
         return f"returned {type(got).__name__}, expected a tensor of shape {tuple(expected.shape)}"
     if tuple(got.shape) != tuple(expected.shape):
         return f"{what} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
     if not torch.allclose(got.float(), expected.float(), atol=atol, rtol=1e-4):
         err = (got.float() - expected.float()).abs().max().item()
-        return f"{what} has the right shape but wrong values (largest difference {err:.3g})"
+        message = f"{what} has the right shape but wrong values (largest difference {err:.3g})"
+        if torch.allclose(got.float().flatten().sort().values, expected.float().flatten().sort().values,
+                          atol=atol, rtol=1e-4):
+            message += "; the values are all there, in another order" + (f": {order_hint}" if order_hint else "")
+        return message
     return None
 
 
@@ -90,12 +132,14 @@ def check_head_parameters(answer, verbose: bool = True) -> CheckResult:
     expected = (1000 - 10) * (d + 1)  # a D x K weight and K biases
 
     def exact():
-        if not isinstance(answer, int) or isinstance(answer, bool):
-            return f"expected an int, got {type(answer).__name__}"
-        if answer == expected:
+        count = _as_int(answer)  # 760320.0 is as right as 760320
+        if count is None:
+            return f"expected an int, got {type(answer).__name__}" + (
+                f" {answer!r} (not a whole number)" if isinstance(answer, float) else "")
+        if count == expected:
             return None
-        hint = " (did you forget the biases?)" if answer == (1000 - 10) * d else ""
-        return f"{answer:,} is not it{hint}; count the head's weights and biases for 1000 and for 10 classes"
+        hint = " (did you forget the biases?)" if count == (1000 - 10) * d else ""
+        return f"{count:,} is not it{hint}; count the head's weights and biases for 1000 and for 10 classes"
     return _run("head parameters, 1000 -> 10 classes", [("the count", exact)], verbose)
 
 
@@ -105,11 +149,24 @@ def check_head_parameters(answer, verbose: bool = True) -> CheckResult:
 def check_patchify(fn, verbose: bool = True) -> CheckResult:
     """01_patches: `fn(images (B, C, H, W), patch_size) -> (B, N, P*P*C)`, patches row by row, each flattened
     in (p1 p2 c) order -- the same as `minivit.patchify`."""
+    from einops import rearrange
+
     from .patching import patchify
 
     def case(b, c, h, w, p, seed):
         x = _images(b, c, h, w, seed)
-        return lambda: _compare(fn(x.clone(), p), patchify(x, p))
+        expected = patchify(x, p)  # (B, N, P*P*C)
+        channels_first = rearrange(x, "b c (h p1) (w p2) -> b (h w) (c p1 p2)", p1=p, p2=p)  # F.unfold's order
+
+        def run():
+            got = _call(fn, x, p)
+            problem = _compare(got, expected, order_hint="patches go row by row (h w), each flattened in "
+                                                         "(p1 p2 c) order: rows of the patch, then columns, then channels")
+            if problem and isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.allclose(
+                    got.float(), channels_first, atol=1e-5):
+                problem += " -- you flattened each patch in (c p1 p2) order, as F.unfold does"
+            return problem
+        return run
     return _run("patchify", [
         ("shape and values, 2 RGB images 8x8, P = 4", case(2, 3, 8, 8, 4, 0)),
         ("a non-square image 8x12, P = 4 (rows before columns)", case(1, 3, 8, 12, 4, 1)),
@@ -129,11 +186,12 @@ def check_resize_pos_embed(fn, verbose: bool = True) -> CheckResult:
 
     def case(old, new, seed):
         pe = torch.randn(1, 1 + old[0] * old[1], 8, generator=torch.Generator().manual_seed(seed))
-        return lambda: _compare(fn(pe.clone(), old, new), resize_pos_embed(pe, old, new), atol=1e-4)
+        expected = resize_pos_embed(pe, old, new)
+        return lambda: _compare(_call(fn, pe, old, new), expected, atol=1e-4)
 
     def class_entry_kept():
         pe = torch.randn(1, 1 + 9, 8, generator=torch.Generator().manual_seed(9))
-        out = fn(pe.clone(), (3, 3), (6, 6))
+        out = _call(fn, pe, (3, 3), (6, 6))
         if not isinstance(out, torch.Tensor) or out.ndim != 3:
             return f"returned {type(out).__name__}, expected a tensor (1, 37, 8)"
         return None if torch.equal(out[0, 0], pe[0, 0]) else "the [class] embedding (index 0) was changed"
@@ -162,7 +220,7 @@ def check_attention(fn, verbose: bool = True) -> CheckResult:
         out, weights = attention_with_weights(q, k, v)
 
         def run():
-            got = fn(q.clone(), k.clone(), v.clone())
+            got = _call(fn, q, k, v)
             if not isinstance(got, (tuple, list)) or len(got) != 2:
                 return f"returned {type(got).__name__}, expected a pair (output, weights)"
             return _compare(got[1], weights, what="weights") or _compare(got[0], out, what="output")
@@ -171,6 +229,79 @@ def check_attention(fn, verbose: bool = True) -> CheckResult:
         ("one head: q, k, v of 5 tokens, Dh = 4", case((5, 4), (5, 4), 0)),
         ("batched heads (2, 3, 6, 8): the scale is 1/sqrt(Dh)", case((2, 3, 6, 8), (2, 3, 6, 8), 1)),
         ("4 queries attending to 7 keys (N != M)", case((4, 16), (7, 16), 2)),
+    ], verbose)
+
+
+def _mha(x, qkv_w, qkv_b, proj_w, proj_b, heads, layout="three h dh", scale_by="dh"):
+    """Multi-head self-attention written out, with the qkv output laid out as `layout` (the right one:
+    "three h dh") and scores scaled by 1/sqrt(Dh) ("dh") or, wrongly, 1/sqrt(D) ("d"). -> (B, N, D), (B, h, N, N)."""
+    from einops import rearrange
+    d = x.shape[-1]
+    q, k, v = rearrange(x @ qkv_w.T + qkv_b, f"b n ({layout}) -> three b h n dh", three=3, h=heads)  # (B, h, N, Dh)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d // heads if scale_by == "dh" else d)  # (B, h, N, N)
+    weights = scores.softmax(-1)
+    out = rearrange(weights @ v, "b h n dh -> b n (h dh)")  # (B, N, D)
+    return out @ proj_w.T + proj_b, weights
+
+
+def check_multi_head_attention(fn, verbose: bool = True) -> CheckResult:
+    """03_transformer_encoder: multi-head self-attention (Appendix A, Eq. 5-8), MSA(z) = [SA_1(z); ...; SA_k(z)] U_msa,
+    with the weights of a `minivit.Attention` (timm's layout):
+
+        fn(x (B, N, D), qkv_weight (3D, D), qkv_bias (3D,), proj_weight (D, D), proj_bias (D,), heads) -> (B, N, D)
+
+    or a pair (output, weights (B, heads, N, N)); or an `nn.Module` class built as `cls(dim, heads)` with timm's
+    parameter names `qkv` and `proj` (its state dict loaded from a `minivit.Attention`). The qkv output (B, N, 3D)
+    is laid out (3, heads, Dh): all queries, then all keys, then all values; within each, head h's Dh columns
+    are [h*Dh, (h+1)*Dh). Compared with `minivit.Attention` on the written-out path."""
+    from torch import nn
+
+    from .attention import Attention
+
+    def case(b, n, d, heads, seed):
+        g = torch.Generator().manual_seed(seed)
+        ref = Attention(d, heads, fused=False)
+        with torch.no_grad():
+            for p in ref.parameters():
+                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(d))
+        x = torch.randn(b, n, d, generator=g)
+        with torch.no_grad():
+            out, weights = ref(x, return_attention=True)  # (B, N, D), (B, heads, N, N)
+        args = (x, ref.qkv.weight.detach(), ref.qkv.bias.detach(), ref.proj.weight.detach(), ref.proj.bias.detach(),
+                heads)
+
+        def run():
+            if isinstance(fn, type) and issubclass(fn, nn.Module):
+                module = fn(d, heads)
+                try:
+                    module.load_state_dict(ref.state_dict())
+                except RuntimeError as e:
+                    return f"load_state_dict from minivit.Attention failed (name the layers qkv and proj): {e}"
+                with torch.no_grad():
+                    got = _call(module, x)
+            else:
+                got = _call(fn, *args)
+            got_w = None
+            if isinstance(got, (tuple, list)) and len(got) == 2:
+                got, got_w = got
+            problem = _compare(got, out)
+            if problem and isinstance(got, torch.Tensor) and got.shape == out.shape:
+                for layout, scale_by, hint in (
+                        ("h three dh", "dh", "qkv's output is laid out (3, heads, Dh) -- all queries, then all keys, "
+                                             "then all values -- not (heads, 3, Dh)"),
+                        ("three dh h", "dh", "within the queries (keys, values), head h is the Dh columns "
+                                             "[h*Dh, (h+1)*Dh), not every heads-th column"),
+                        ("three h dh", "d", "scale the scores by 1/sqrt(Dh), the head width, not 1/sqrt(D)")):
+                    wrong, _ = _mha(*args, layout=layout, scale_by=scale_by)
+                    if torch.allclose(got.float(), wrong, atol=1e-4, rtol=1e-4):
+                        return f"{problem}: {hint}"
+                return problem
+            return problem or (None if got_w is None else _compare(got_w, weights, what="weights"))
+        return run
+    return _run("multi-head attention", [
+        ("2 heads of width 4: (B, N, D) = (2, 5, 8)", case(2, 5, 8, 2, 0)),
+        ("3 heads of width 4, 7 tokens", case(1, 7, 12, 3, 1)),
+        ("one head is single-head attention with U_qkv and U_msa", case(2, 4, 6, 1, 2)),
     ], verbose)
 
 

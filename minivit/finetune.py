@@ -65,7 +65,14 @@ def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     `.pt`, `.bin` (or any other name) with `torch.load(weights_only=True)`,
     unwrapping `{"model": sd}`, `{"state_dict": sd}` and minivit checkpoints.
     """
+    return _unwrap_state_dict(_read_raw(path), str(path))
+
+
+def _read_raw(path: str | os.PathLike):
+    """What a weights file holds: a state dict, a wrapper around one, or a minivit checkpoint dict."""
     path = Path(path)
+    if path.is_dir():
+        raise FileNotFoundError(f"no weights file at {path}: it is a folder (a run's checkpoint is <folder>/checkpoint.pt)")
     if not path.is_file():
         raise FileNotFoundError(f"no weights file at {path}")
     if path.suffix == ".safetensors":
@@ -82,7 +89,18 @@ def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
             f"{path} is not a readable PyTorch weights file (expected a state dict saved with torch.save: "
             f"{', '.join(TORCH_SUFFIXES)}, or .safetensors) ({type(e).__name__}: {e})"
         ) from e
-    return _unwrap_state_dict(state, str(path))
+    return state
+
+
+def _checkpoint_grid(raw) -> tuple[int, int] | None:
+    """The patch grid in a minivit checkpoint's config (its image size / patch size), or None."""
+    if not isinstance(raw, Mapping) or raw.get("format") != FORMAT or not isinstance(raw.get("config"), Mapping):
+        return None
+    from .config import ViTConfig
+    try:
+        return ViTConfig.from_dict(dict(raw["config"])).grid_size
+    except (TypeError, ValueError):
+        return None
 
 
 def _unwrap_state_dict(state, label: str) -> dict[str, torch.Tensor]:
@@ -138,9 +156,12 @@ def load_pretrained(model: ViT, source, *, source_grid: int | tuple[int, int] | 
     source: a state dict (name -> tensor, timm's names), or the path of a file
         holding one (see `read_state_dict`): timm `.pth`/`.pt`/`.bin`,
         `.safetensors`, or a minivit checkpoint.
-    source_grid: (rows, cols) of the source's patch grid; needed only when its
-        number of patches is not a perfect square (a square grid is assumed
-        when it is, as timm does: pass it for e.g. a 4x16 source).
+    source_grid: (rows, cols) of the source's patch grid; needed only for a
+        state dict or timm file whose number of patches is not a perfect square
+        (a square grid is assumed when it is, as timm does: pass it for e.g. a
+        4x16 source). A minivit checkpoint's grid is read from its config.
+    Hybrids load like pure ViTs: build the target from the same hybrid preset
+    (or backbone) at the new size; the backbone's weights are copied as they are.
     verbose: print the report (one line). Off by default; the report is returned.
 
     - `pos_embed` (1, N_src+1, D) is 2D-interpolated to the model's grid with
@@ -167,8 +188,10 @@ def load_pretrained(model: ViT, source, *, source_grid: int | tuple[int, int] | 
         raise ValueError(f"expected a minivit.ViT to load into, got {type(target).__name__}")
     if isinstance(source, torch.nn.Module):
         raise ValueError(f"expected a state dict or a path, got a {type(source).__name__}; pass its .state_dict()")
+    stored_grid = None
     if isinstance(source, (str, os.PathLike)):
-        label, sd = str(source), read_state_dict(source)
+        raw = _read_raw(source)
+        label, sd, stored_grid = str(source), _unwrap_state_dict(raw, str(source)), _checkpoint_grid(raw)
     elif isinstance(source, Mapping):
         label, sd = "state dict", _unwrap_state_dict(source, "the source")
     else:
@@ -187,7 +210,10 @@ def load_pretrained(model: ViT, source, *, source_grid: int | tuple[int, int] | 
     npt, new_grid = target.num_prefix_tokens, tuple(target.patch_embed.grid_size)
     pos = sd.get("pos_embed")
     if pos is not None and pos.ndim == 3 and pos.shape[0] == 1 and pos.shape[2] == own["pos_embed"].shape[2]:
-        old_grid, why = _source_grid(pos.shape[1] - npt, source_grid)
+        if stored_grid is not None and source_grid is not None and _grid(source_grid) != stored_grid:
+            problems.append(f"pos_embed: source_grid {_grid(source_grid)} contradicts the {stored_grid[0]}x"
+                            f"{stored_grid[1]} grid in the checkpoint's config; leave source_grid out")
+        old_grid, why = _source_grid(pos.shape[1] - npt, source_grid if source_grid is not None else stored_grid)
         if why:
             problems.append(f"pos_embed: {why}")
         else:
@@ -202,7 +228,9 @@ def load_pretrained(model: ViT, source, *, source_grid: int | tuple[int, int] | 
     if not keep_head:
         dim, k = target.config.dim, target.config.num_classes
         src_k = next((sd[n].shape[0] for n in ("head.weight", "head.fc.weight") if n in sd), None)
-        had = f"source had {src_k} classes" if src_k is not None else "source had no head"
+        mlp = "head.fc.weight" in sd and "head.fc.weight" not in own  # §3.2: the pre-training MLP head goes
+        had = (f"source had an MLP head, with {src_k} classes" if mlp else f"source had {src_k} classes"
+               ) if src_k is not None else "source had no head"
         adapted.append(f"head: replaced by zero-initialised {dim} x {k} linear layer ({had})")
 
     # Everything else: the same names and shapes (the style of minivit.checkpoint.check_compatible).

@@ -20,6 +20,16 @@ The names are timm's (`patch_embed.backbone.*`, `patch_embed.proj`). The grid
 a backbone makes is measured from the backbone itself by a shape-only forward
 on the meta device (`feature_shape`), never typed in.
 
+The named backbones below also have presets, whose config (`backbone`, and `patch_size` = the stride) lets
+`ViT(config)` build the hybrid, `load_model` rebuild a saved one and `load_pretrained` fill one:
+
+    model = ViT.from_preset("R-S4+ViT-Nano/4")                   # the same network as the three lines above
+    model.token_stride                                           # 4: pixels between neighbouring tokens
+    mean_attention_distance(maps, model.patch_embed.grid_size, model.token_stride)   # distances in pixels
+
+Building the hybrid by hand, as above, with a named backbone gives the same config; with your own CNN the
+config keeps `backbone=None` (save it with `save_checkpoint`, rebuild it yourself, `load_checkpoint` it).
+
 Backbones, all of torchvision's blocks with torchvision's parameter names:
 - `resnet_s4_backbone`: 32 px -> 8 x 8 x 64, a cheap stem for CIFAR-10 (28 px Fashion-MNIST -> 7 x 7).
 - `resnet_s16_backbone`: 128 px -> 8 x 8 x 64, for Imagenette.
@@ -87,7 +97,9 @@ class HybridEmbed(nn.Module):
         flatten:  (B, D, h, w) -> (B, h*w, D)       row-major, like `patchify`
 
     Attributes, as `PatchEmbed` has them: `image_size` (H, W), `grid_size` (h, w),
-    `num_patches` N = h*w, `in_channels`; also `feature_dim` C'. `set_image_size`
+    `num_patches` N = h*w, `in_channels`, `stride` (pixels between neighbouring tokens: H / h,
+    a (rows, cols) pair when the two differ); also `feature_dim` C' and `backbone_name` (the
+    `BACKBONES` name the backbone was built under, or None). `set_image_size`
     re-measures the grid for another input size. `forward` accepts any input
     whose feature map has `grid_size`.
     """
@@ -100,6 +112,7 @@ class HybridEmbed(nn.Module):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         self.backbone = backbone
+        self.backbone_name = getattr(backbone, "backbone_name", None)  # set by the named builders below
         self.in_channels = in_channels
         self.feature_dim = feature_shape(backbone, in_channels, image_size)[0]  # C'
         self.proj = nn.Conv2d(self.feature_dim, dim, kernel_size=1)  # timm's name; E on 1x1 patches
@@ -118,6 +131,8 @@ class HybridEmbed(nn.Module):
         self.image_size = (h, w)
         self.grid_size = (gh, gw)
         self.num_patches = gh * gw
+        sh, sw = (int(v) if float(v).is_integer() else v for v in (h / gh, w / gw))
+        self.stride = sh if sh == sw else (sh, sw)  # pixels between neighbouring tokens
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """(B, C, H, W) float images -> (B, N, D) tokens, N = h*w row-major."""
@@ -152,6 +167,11 @@ def _small_resnet(in_channels: int, downsample_stem: bool) -> nn.Sequential:
     return init_resnet_(nn.Sequential(layers))
 
 
+def _named(name: str, backbone: nn.Module) -> nn.Module:
+    backbone.backbone_name = name  # read by HybridEmbed, so a ViT built around it knows its config's `backbone`
+    return backbone
+
+
 def resnet_s4_backbone(in_channels: int = 3) -> nn.Sequential:
     """A cheap CNN stem for 32 px images: (B, C, 32, 32) -> (B, 64, 8, 8), total stride 4.
 
@@ -163,7 +183,7 @@ def resnet_s4_backbone(in_channels: int = 3) -> nn.Sequential:
     each; the 8 x 8 grid equals a ViT's with patch size 4 (N = 64).
     Fashion-MNIST's 28 px give 7 x 7. Initialised as torchvision's ResNets.
     """
-    return _small_resnet(in_channels, downsample_stem=False)
+    return _named("resnet_s4", _small_resnet(in_channels, downsample_stem=False))
 
 
 def resnet_s16_backbone(in_channels: int = 3) -> nn.Sequential:
@@ -178,16 +198,20 @@ def resnet_s16_backbone(in_channels: int = 3) -> nn.Sequential:
     3x3 instead of a 7x7 conv and 16 channels to keep it cheap, then the same
     stages as `resnet_s4_backbone`. The 8 x 8 grid equals a ViT's with patch 16.
     """
-    return _small_resnet(in_channels, downsample_stem=True)
+    return _named("resnet_s16", _small_resnet(in_channels, downsample_stem=True))
 
 
-def _trunk(resnet: ResNet, num_stages: int) -> nn.Sequential:
-    """A torchvision ResNet's stem and first `num_stages` stages, under their own names (no pooling, no fc)."""
+def _trunk(resnet: ResNet, num_stages: int, in_channels: int) -> nn.Sequential:
+    """A torchvision ResNet's stem and first `num_stages` stages, under their own names (no pooling, no fc);
+    for `in_channels` other than 3 its first conv is rebuilt for them (initialised as torchvision does)."""
+    if in_channels != 3:
+        resnet.conv1 = nn.Conv2d(in_channels, 64, kernel_size=7, stride=2, padding=3, bias=False)
+        nn.init.kaiming_normal_(resnet.conv1.weight, mode="fan_out", nonlinearity="relu")
     names = ["conv1", "bn1", "relu", "maxpool"] + [f"layer{i}" for i in range(1, num_stages + 1)]
     return nn.Sequential(OrderedDict((name, getattr(resnet, name)) for name in names))
 
 
-def resnet50_s32_backbone() -> nn.Sequential:
+def resnet50_s32_backbone(in_channels: int = 3) -> nn.Sequential:
     """The paper's hybrid option (i), "the output of stage 4 of a regular ResNet50" (§4.1).
 
     torchvision's `resnet50()` without its pooling and fc: Bottleneck blocks
@@ -195,10 +219,10 @@ def resnet50_s32_backbone() -> nn.Sequential:
     The names are torchvision's, so its ImageNet weights load with
     `backbone.load_state_dict(resnet50(weights=...).state_dict(), strict=False)` (fc is left out).
     """
-    return _trunk(resnet50(), num_stages=4)
+    return _named("resnet50_s32", _trunk(resnet50(), num_stages=4, in_channels=in_channels))
 
 
-def resnet50_s16_backbone() -> nn.Sequential:
+def resnet50_s16_backbone(in_channels: int = 3) -> nn.Sequential:
     """The paper's hybrid option (ii): "remove stage 4, place the same number of layers in stage 3
     (keeping the total number of layers), and take the output of this extended stage 3" (§4.1).
 
@@ -211,11 +235,25 @@ def resnet50_s16_backbone() -> nn.Sequential:
     """
     *first, stage3, stage4 = RESNET50_BLOCKS
     blocks = (*first, stage3 + stage4)  # (3, 4, 9)
-    return _trunk(ResNet(Bottleneck, [*blocks, 1]), num_stages=3)
+    return _named("resnet50_s16", _trunk(ResNet(Bottleneck, [*blocks, 1]), num_stages=3, in_channels=in_channels))
+
+
+# The named backbones (minivit.config.BACKBONE_STRIDES gives their strides): name -> builder(in_channels).
+BACKBONES = {"resnet_s4": resnet_s4_backbone, "resnet_s16": resnet_s16_backbone,
+             "resnet50_s16": resnet50_s16_backbone, "resnet50_s32": resnet50_s32_backbone}
+
+
+def build_backbone(name: str, in_channels: int = 3) -> nn.Module:
+    """The named backbone of a hybrid config (`ViTConfig.backbone`) for `in_channels`-channel images."""
+    if name not in BACKBONES:
+        raise ValueError(f"unknown backbone {name!r}; expected one of {list(BACKBONES)}")
+    return BACKBONES[name](in_channels)
 
 
 __all__ = [
+    "BACKBONES",
     "HybridEmbed",
+    "build_backbone",
     "RESNET50_BLOCKS",
     "feature_shape",
     "resnet50_s16_backbone",

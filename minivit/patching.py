@@ -103,6 +103,7 @@ class PatchEmbed(nn.Module):
     def __init__(self, image_size: int | tuple[int, int], patch_size: int, in_channels: int, dim: int):
         super().__init__()
         self.patch_size = patch_size
+        self.stride = patch_size  # pixels between neighbouring tokens (as HybridEmbed.stride)
         self.in_channels = in_channels
         self.set_image_size(image_size)  # image_size (H, W), grid_size (H/P, W/P), num_patches N
         self.proj = nn.Conv2d(in_channels, dim, kernel_size=patch_size, stride=patch_size)

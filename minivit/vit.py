@@ -38,6 +38,28 @@ from .encoder import LAYER_NORM_EPS, Encoder
 from .patching import PatchEmbed, lecun_normal_
 
 
+def _config_of(config: ViTConfig, patch_embed: nn.Module) -> ViTConfig:
+    """`config` checked against a patch embedding built outside it; for a HybridEmbed around a named backbone,
+    with `backbone` set (so the config says what builds the model). ValueError when they disagree."""
+    grid = getattr(patch_embed, "grid_size", None)
+    if grid is not None and tuple(grid) != config.grid_size:
+        (h, w), (gh, gw) = config.image_hw, tuple(grid)
+        stride = h // gh if gh and h % gh == 0 and h // gh == (w // gw if gw and w % gw == 0 else None) else None
+        fix = (f"build the config with patch_size={stride} (the embedding's stride in pixels), e.g. "
+               f"get_preset(name, patch_size={stride}), or use a hybrid preset (minivit.list_presets())"
+               if stride else "build the embedding for the config's image_size")
+        raise ValueError(f"the patch embedding makes a {gh}x{gw} grid of tokens but the config describes "
+                         f"{config.grid_size[0]}x{config.grid_size[1]} (patch_size {config.patch_size} at {h}x{w} px), "
+                         f"so config.grid_size and num_patches would not describe the model; {fix}")
+    name = getattr(patch_embed, "backbone_name", None)
+    if config.backbone is not None and name != config.backbone:
+        raise ValueError(f"the config is a hybrid with backbone {config.backbone!r} but the patch embedding "
+                         f"{type(patch_embed).__name__} has {name!r}; pass patch_embed=None to build the config's")
+    if name is not None and config.backbone is None:
+        config = replace(config, backbone=name)  # checks patch_size == the backbone's stride
+    return config
+
+
 class MlpHead(nn.Module):
     """The pre-training head: Linear D -> D, tanh, Linear D -> K. (B, D) -> (B, K)."""
 
@@ -64,7 +86,14 @@ class ViT(nn.Module):
 
     `patch_embed` may be replaced by any module mapping (B, C, H, W) to
     (B, N, D) with `num_patches` and `grid_size` attributes (e.g. a CNN stem
-    for the hybrid model); by default it is `PatchEmbed` built from `config`.
+    for the hybrid model); by default it is `PatchEmbed` built from `config`,
+    or for a hybrid config (`config.backbone` set, e.g. preset "R-S4+ViT-Nano/4")
+    `minivit.hybrid.HybridEmbed` around that backbone. Its grid must be the
+    config's `grid_size` (a hybrid's `patch_size` is its backbone's stride), so
+    `model.config` always describes the model; a `HybridEmbed` around a named
+    backbone sets `config.backbone`, so `load_model` can rebuild the model.
+    `token_stride`: pixels between neighbouring tokens, the `patch_size` that
+    `minivit.mean_attention_distance` takes.
 
     `config.num_classes` defaults to 1000 for the paper's presets and to 10 for
     the course presets (`ViT-Nano/4`, `ViT-Micro/4`).
@@ -74,6 +103,12 @@ class ViT(nn.Module):
         super().__init__()
         if not isinstance(config, ViTConfig):
             raise ValueError(f"expected a ViTConfig, got {type(config).__name__}; see ViT.from_preset")
+        if patch_embed is None and config.backbone is not None:  # a hybrid preset: build its CNN stem
+            from .hybrid import HybridEmbed, build_backbone
+            patch_embed = HybridEmbed(build_backbone(config.backbone, config.in_channels), config.image_size,
+                                      config.in_channels, config.dim)
+        elif patch_embed is not None:
+            config = _config_of(config, patch_embed)
         self.config = config
         c = config
         if patch_embed is None:
@@ -232,6 +267,18 @@ class ViT(nn.Module):
             self.pos_embed.grad = None
         self.config = config
         return self
+
+    @property
+    def token_stride(self) -> int | float | tuple:
+        """Pixels between the centres of neighbouring tokens: the patch size P, or a hybrid's backbone stride.
+
+            mean_attention_distance(maps, model.patch_embed.grid_size, model.token_stride)
+        """
+        stride = getattr(self.patch_embed, "stride", None)
+        if stride is not None:
+            return stride
+        (h, w), (gh, gw) = self.config.image_hw, self.patch_embed.grid_size
+        return h / gh if h / gh == w / gw else (h / gh, w / gw)
 
     def num_params(self, trainable_only: bool = False) -> int:
         """Number of parameters (all, or only those with `requires_grad`)."""

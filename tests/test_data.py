@@ -337,10 +337,33 @@ def test_normalize():
     mean, std = (torch.tensor(v).view(1, 3, 1, 1) for v in data.NORMALIZATION["cifar10"])
     assert y.dtype == torch.float32 and y.shape == x.shape
     assert torch.allclose(y[:1], (0 - mean) / std) and torch.allclose(y[1:], (1 - mean) / std)
-    with pytest.raises(ValueError, match="uint8 \\(B, 1, H, W\\)"):
+    with pytest.raises(ValueError, match="uint8 or float \\(B, 1, H, W\\)"):
         normalize(x, "fashion-mnist")
     with pytest.raises(ValueError, match="unknown data set"):
         normalize(x, "mnist")
+
+
+def test_normalize_takes_float_images_in_0_1_and_names_its_statistics():
+    """D5a of the instructor trial: float images were refused; the docstring now names NORMALIZATION."""
+    x = torch.randint(0, 256, (2, 3, 4, 4), dtype=torch.uint8)
+    torch.testing.assert_close(normalize(x.float() / 255, "cifar10"), normalize(x, "cifar10"))
+    assert "NORMALIZATION" in normalize.__doc__
+    with pytest.raises(ValueError, match="look in 0..255 \\(divide by 255\\)"):
+        normalize(x.float(), "cifar10")
+    with pytest.raises(ValueError, match="look normalised already"):
+        normalize(normalize(x, "cifar10"), "cifar10")
+
+
+def test_data_root_of_a_read_only_checkout_falls_back_to_the_user_cache(monkeypatch, tmp_path):
+    monkeypatch.delenv("MINIVIT_DATA", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert data.data_root() == data.REPO / "data"  # a checkout this user can write
+    monkeypatch.setattr(data, "_writable", lambda folder: False)
+    with pytest.warns(UserWarning, match="cannot be written .* so data and caches go to .*minivit; set MINIVIT_DATA"):
+        root = data.data_root()
+    assert root == tmp_path / ".cache" / "minivit"
+    monkeypatch.setenv("MINIVIT_DATA", str(tmp_path / "mine"))
+    assert data.data_root() == tmp_path / "mine"  # the environment variable still wins, without a warning
 
 
 def test_resized_keeps_labels_and_averages_pixels():

@@ -271,3 +271,67 @@ def test_swap_tiles_check():
     r = check_swap_tiles(lambda x, q: x.transpose(-1, -2), verbose=False)
     assert not r and any("shape" in f for f in r.failures)
     assert "returned NoneType" in check_swap_tiles(lambda x, q: None, verbose=False).failures[0]
+
+
+def test_a_mutating_answer_is_judged_on_its_own_output():
+    """E4 of the instructor trial: an answer that changes its input in place must not blame a later case."""
+    def mutating(x, p):
+        out = patchify(x, p).clone()
+        x.zero_()  # spoils its own input only
+        return out
+    assert check_patchify(mutating, verbose=False)
+
+    def mutating_pe(pe, old, new):
+        out = resize_pos_embed(pe, old, new).clone()
+        pe.mul_(0)
+        return out
+    assert check_resize_pos_embed(mutating_pe, verbose=False)
+
+    def mutating_attention(q, k, v):
+        out = attention_with_weights(q, k, v)
+        q.fill_(0), k.fill_(0), v.fill_(0)
+        return out
+    assert check_attention(mutating_attention, verbose=False)
+
+
+def test_exact_valued_float_counts_as_an_int():
+    """E2: a float with the exact right value (students write H / P) was refused as 'expected an int'."""
+    assert check_head_parameters(float((1000 - 10) * (768 + 1)), verbose=False)
+    assert check_head_parameters(torch.tensor((1000 - 10) * (768 + 1)), verbose=False)
+    assert "not a whole number" in check_head_parameters(760320.5, verbose=False).failures[0]
+    assert not check_head_parameters(True, verbose=False)
+
+
+def test_right_values_in_another_order_get_a_hint():
+    """E4/#11: the (c p1 p2) patch order (F.unfold's) got only 'wrong values'."""
+    import torch.nn.functional as F
+    unfold = lambda x, p: F.unfold(x, p, stride=p).transpose(1, 2)  # (B, N, C*P*P): (c p1 p2) order
+    r = check_patchify(unfold, verbose=False)
+    assert not r and "values are all there, in another order" in r.failures[0]
+    assert "(c p1 p2) order, as F.unfold does" in r.failures[0]
+    column_major = lambda x, p: rearrange(x, "b c (h p1) (w p2) -> b (w h) (p1 p2 c)", p1=p, p2=p)
+    r = check_patchify(column_major, verbose=False)
+    assert any("in another order: patches go row by row" in f for f in r.failures)
+
+
+def test_multi_head_attention_check():
+    from torch import nn
+
+    from minivit import Attention
+    from minivit.exercises import _mha, check_multi_head_attention
+    assert check_multi_head_attention(lambda *a: _mha(*a), verbose=False)  # (out, weights)
+    assert check_multi_head_attention(lambda *a: _mha(*a)[0], verbose=False)  # out only
+    assert check_multi_head_attention(Attention, verbose=False)  # a module class with timm's names
+    r = check_multi_head_attention(lambda *a: _mha(*a, layout="h three dh"), verbose=False)
+    assert r.passed == 1 and "laid out (3, heads, Dh)" in r.failures[0]  # one head: the layouts coincide
+    r = check_multi_head_attention(lambda *a: _mha(*a, layout="three dh h"), verbose=False)
+    assert "head h is the Dh columns" in r.failures[0]
+    r = check_multi_head_attention(lambda *a: _mha(*a, scale_by="d"), verbose=False)
+    assert "1/sqrt(Dh), the head width" in r.failures[0]
+
+    class WrongNames(nn.Module):
+        def __init__(self, dim, heads):
+            super().__init__()
+            self.to_qkv, self.out = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+    assert "name the layers qkv and proj" in check_multi_head_attention(WrongNames, verbose=False).failures[0]
+    assert "returned NoneType" in check_multi_head_attention(lambda *a: None, verbose=False).failures[0]

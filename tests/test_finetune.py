@@ -1,6 +1,7 @@
 """minivit.finetune.load_pretrained and ViT.set_image_size: timm parity at a new size, head swap, files, errors."""
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -367,3 +368,28 @@ def test_checkpoint_after_a_size_change(tmp_path):
     ckpt.load_checkpoint(path, tiny_model(seed=1).set_image_size((16, 12)))  # resize first, then resume
     with pytest.raises(ValueError, match=r"config.image_size: checkpoint \[16, 12\], model 8"):
         ckpt.load_checkpoint(path, tiny_model(seed=1))
+
+
+def test_minivit_checkpoint_grid_is_read_from_its_config(tmp_path):
+    """F14 of the instructor trial: a 4x16 source was interpolated as 8x8 unless source_grid was passed."""
+    from minivit import get_preset, save_checkpoint
+    torch.manual_seed(0)
+    src = ViT(get_preset("ViT-Nano/4", image_size=(16, 64)))  # 4 x 16 patches
+    save_checkpoint(tmp_path / "nonsquare.pt", src)
+    target = ViT(get_preset("ViT-Nano/4", image_size=(32, 128)))  # 8 x 32
+    report = load_pretrained(target, tmp_path / "nonsquare.pt")
+    assert "pos_embed: 4x16 -> 8x32" in str(report)
+    torch.testing.assert_close(target.pos_embed.detach(), resize_pos_embed(src.pos_embed.detach(), (4, 16), (8, 32)),
+                               rtol=0, atol=0)
+    with pytest.raises(ValueError, match="source_grid .* contradicts the 4x16 grid in the checkpoint's config"):
+        load_pretrained(ViT(get_preset("ViT-Nano/4", image_size=(32, 128))), tmp_path / "nonsquare.pt",
+                        source_grid=(8, 8))
+    with pytest.raises(FileNotFoundError, match="it is a folder"):
+        load_pretrained(target, tmp_path)
+
+
+def test_mlp_head_replacement_says_why():
+    """F18: replacing a source's MLP head reported '(source had 10 classes)' though K was the same."""
+    src = ViT(replace(TINY, head="mlp"))
+    report = load_pretrained(ViT(TINY), src.state_dict())
+    assert "source had an MLP head, with 3 classes" in str(report)

@@ -71,7 +71,7 @@ def test_r50_s32_is_torchvision_resnet50_without_head():
     "build, timm_name, preset",
     [
         (resnet50_s16_backbone, "vit_base_r50_s16_224", "ViT-B/16"),
-        (resnet50_s32_backbone, "vit_large_r50_s32_224", "ViT-L/16"),
+        (resnet50_s32_backbone, "vit_large_r50_s32_224", "ViT-L/32"),  # stride 32: the "/32" (was "/16": refused now)
     ],
 )
 def test_r50_hybrids_match_timm(build, timm_name, preset):
@@ -187,3 +187,86 @@ def test_construction_errors():
         HybridEmbed(resnet_s4_backbone(), image_size=32, in_channels=3, dim=0)
     with pytest.raises(ValueError, match="positive image size"):
         nano_embed().set_image_size((0, 32))
+
+
+# ---- hybrids as first-class models: presets, configs that describe them, save/load, load_pretrained, stride ----
+
+def test_hybrid_preset_equals_the_hand_built_hybrid():
+    """ViT.from_preset("R-S4+ViT-Nano/4") builds notebook 06's ViT(config, patch_embed=HybridEmbed(...)), same seed
+    same weights, and the hand-built one's config names its backbone too."""
+    torch.manual_seed(0)
+    preset = ViT.from_preset("R-S4+ViT-Nano/4")
+    torch.manual_seed(0)
+    by_hand = ViT(NANO, patch_embed=nano_embed())
+    assert preset.config == by_hand.config == get_preset("R-S4+ViT-Nano/4")
+    assert preset.state_dict().keys() == by_hand.state_dict().keys()
+    assert all(torch.equal(v, by_hand.state_dict()[k]) for k, v in preset.state_dict().items())
+    assert isinstance(preset.patch_embed, HybridEmbed) and preset.patch_embed.backbone_name == "resnet_s4"
+
+
+@pytest.mark.parametrize("name, stride, grid", [("R-S4+ViT-Nano/4", 4, (8, 8)), ("R-S16+ViT-Nano/16", 16, (8, 8)),
+                                                ("R50+ViT-B/16", 16, (14, 14)), ("R50+ViT-B/32", 32, (7, 7))])
+def test_hybrid_config_grid_and_token_stride_are_the_models(name, stride, grid):
+    with torch.device("meta"):
+        model = ViT.from_preset(name)
+    assert model.config.grid_size == model.patch_embed.grid_size == grid
+    assert model.config.num_patches == model.patch_embed.num_patches == model.pos_embed.shape[1] - 1
+    assert model.token_stride == model.patch_embed.stride == model.config.patch_size == stride
+
+
+def test_pure_vit_token_stride_is_the_patch_size():
+    assert ViT(NANO).token_stride == 4 and ViT.from_preset("ViT-B/16").token_stride == 16
+
+
+def test_a_mismatched_hybrid_is_refused():
+    """H2/H12 of the instructor trial: a stride-16 stem in a patch-4 config built silently, config stale."""
+    with pytest.raises(ValueError, match=r"makes a 2x2 grid of tokens but the config describes 8x8 \(patch_size 4 "
+                                         r"at 32x32 px\).*patch_size=16"):
+        ViT(NANO, patch_embed=HybridEmbed(resnet_s16_backbone(), image_size=32, in_channels=3, dim=64))
+    with pytest.raises(ValueError, match="config is a hybrid with backbone 'resnet_s4'"):
+        ViT(get_preset("R-S4+ViT-Nano/4"), patch_embed=HybridEmbed(nn.Conv2d(3, 8, 4, 4), 32, 3, 64))
+
+
+def test_hybrid_token_stride_in_mean_attention_distance(gen):
+    """H13: the distances of a hybrid are in pixels when its token stride is passed."""
+    from minivit import mean_attention_distance
+    model = ViT.from_preset("R-S16+ViT-Nano/16").eval()
+    maps = model.attention_maps(torch.randn(1, 3, 128, 128, generator=gen))
+    d = mean_attention_distance(maps, model.patch_embed.grid_size, model.token_stride)  # (L, heads)
+    uniform = mean_attention_distance(torch.full((1, 1, 1, 65, 65), 1 / 65), (8, 8), 16)
+    assert d.shape == (4, 4) and abs(d.mean() - uniform.mean()) < 0.2 * uniform.mean()  # ~ 8x8 grid x 16 px
+
+
+def test_save_and_load_model_round_trip_a_hybrid(tmp_path, gen):
+    """H11: load_model could not rebuild a hybrid; now it does, also a hand-built one around a named backbone."""
+    from minivit import load_checkpoint, load_model, save_checkpoint
+    for model in (ViT.from_preset("R-S4+ViT-Nano/4"), ViT(NANO, patch_embed=nano_embed())):
+        randomize_(model)
+        model.eval()
+        save_checkpoint(tmp_path / "h.pt", model)
+        loaded = load_model(tmp_path / "h.pt")
+        x = torch.randn(2, 3, 32, 32, generator=gen)
+        with torch.no_grad():
+            torch.testing.assert_close(loaded(x), model(x), rtol=0, atol=0)
+    custom = ViT(NANO, patch_embed=HybridEmbed(nn.Sequential(nn.Conv2d(3, 8, 4, 4)), 32, 3, 64))
+    save_checkpoint(tmp_path / "custom.pt", custom)
+    with pytest.raises(ValueError, match=r"hybrid whose config names no backbone .*build the model yourself and call "
+                                         r"minivit.load_checkpoint\(path, model\)"):
+        load_model(tmp_path / "custom.pt")
+    again = ViT(NANO, patch_embed=HybridEmbed(nn.Sequential(nn.Conv2d(3, 8, 4, 4)), 32, 3, 64))
+    load_checkpoint(tmp_path / "custom.pt", again)  # the way the error names
+    assert all(torch.equal(v, custom.state_dict()[k]) for k, v in again.state_dict().items())
+
+
+def test_load_pretrained_fills_a_hybrid_at_another_size(tmp_path, gen):
+    from minivit import load_pretrained, resize_pos_embed, save_checkpoint
+    source = randomize_(ViT.from_preset("R-S4+ViT-Nano/4"))
+    save_checkpoint(tmp_path / "h.pt", source)
+    target = ViT.from_preset("R-S4+ViT-Nano/4", image_size=48, num_classes=5)
+    report = load_pretrained(target, tmp_path / "h.pt")
+    assert "pos_embed: 8x8 -> 12x12" in str(report) and "source had 10 classes" in str(report)
+    sd = target.state_dict()
+    backbone = [k for k in sd if k.startswith("patch_embed.")]
+    assert len(backbone) > 10 and all(torch.equal(sd[k], source.state_dict()[k]) for k in backbone)
+    torch.testing.assert_close(sd["pos_embed"], resize_pos_embed(source.pos_embed.detach(), 8, 12))
+    assert target(torch.randn(1, 3, 48, 48, generator=gen)).shape == (1, 5)

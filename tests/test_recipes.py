@@ -14,7 +14,7 @@ from tests.conftest import synthetic, tiny_model
 def test_get_by_profile_object_or_name():
     assert recipes.get("cifar10", "quick") is recipes.get("cifar10", Profile("quick", "cpu"))
     assert recipes.get("cifar10", "full").name == "cifar10-full"
-    with pytest.raises(ValueError, match="no recipe 'mnist-quick'"):
+    with pytest.raises(ValueError, match="no recipes for data set 'mnist'"):
         recipes.get("mnist", "quick")
 
 
@@ -120,3 +120,19 @@ def test_train_or_load_moves_a_trained_model_too(tmp_path, monkeypatch):
         return recipes.History()
     recipes.train_or_load("t", model, {"k": 1}, train, device="meta")
     assert calls == [1] and {p.device.type for p in model.parameters()} == {"meta"}
+
+
+def test_fashion_mnist_recipes_are_the_benchmark_and_notebook_03_full():
+    quick, full = recipes.get("fashion-mnist", "quick"), recipes.get("fashion-mnist", "full")
+    assert (quick.dataset, quick.n_per_class, quick.epochs, quick.batch_size, quick.lr, quick.label_smoothing,
+            quick.augment) == ("fashion-mnist", None, 7, 256, 5e-3, 0.0, "none")  # benchmarks/README.md: 88.64%
+    assert (full.epochs, full.batch_size, full.lr, full.warmup_epochs, full.augment) == (40, 256, 1e-3, 3.0, "basic")
+    assert quick.fit_kwargs(10)["epochs"] == 7 and "augment" not in quick.fit_kwargs(10)
+
+
+def test_get_says_which_argument_is_wrong():
+    with pytest.raises(ValueError, match=r"no recipes for data set 'cifar-10'; recipes exist for \['cifar10', "
+                                         r"'fashion-mnist', 'imagenette', 'imagenette64', 'mosaic64'\]"):
+        recipes.get("cifar-10", "quick")
+    with pytest.raises(ValueError, match=r"unknown profile 'fast' for 'cifar10'; expected one of \['quick', 'full'\]"):
+        recipes.get("cifar10", "fast")

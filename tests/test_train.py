@@ -183,7 +183,7 @@ def test_history_round_trip_best_final_plot():
 
 
 class _FakeClock:
-    """Stands in for the `time` module in minivit.train: every reading advances 5 ms, so a test of the clock-driven
+    """Stands in for the `time` module in minivit.train.loop: every reading advances 5 ms, so a test of the clock-driven
     schedule sees the same ~200 steps on a fast machine and a busy one."""
 
     def __init__(self):
@@ -195,11 +195,11 @@ class _FakeClock:
 
 
 def test_budget_schedule_runs_the_lr_on_the_clock(monkeypatch):
-    import minivit.train
+    import minivit.train.loop
     from minivit.train import budget_lr_factor
     assert budget_lr_factor(0.05, 0.1) == pytest.approx(0.5) and budget_lr_factor(0.1, 0.1) == pytest.approx(1.0)
     assert budget_lr_factor(0.55, 0.1) == pytest.approx(0.5) and budget_lr_factor(1.0, 0.1) == pytest.approx(0.0)
-    monkeypatch.setattr(minivit.train, "time", _FakeClock())
+    monkeypatch.setattr(minivit.train.loop, "time", _FakeClock())
     x, y = synthetic(64)
     h = fit(tiny_model(), (x, y), epochs=10_000, batch_size=16, lr=1e-2, warmup_epochs=1000, device="cpu",
             progress=False, time_budget=1.0, schedule="budget")  # warm-up: 10% of the budget
@@ -237,3 +237,83 @@ def test_per_image_transform_in_workers_and_mixing_are_reproducible():
     assert len(runs[0].step_grad_norm) == 2 * 3 and all(g > 0 for g in runs[0].step_grad_norm)
     with pytest.raises(ValueError, match="needs a per-image transform"):
         fit(tiny_model(), (x, y), epochs=1, workers=2, device="cpu", progress=False)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(lr=float("nan")), "lr must be a finite number >= 0"),
+    (dict(lr=-1.0), "lr must be a finite number >= 0"),
+    (dict(lr=float("inf")), "lr must be a finite number >= 0"),
+    (dict(clip_grad=-1.0), "clip_grad must be a max gradient norm > 0, or None or 0"),
+    (dict(label_smoothing=1.5), r"label_smoothing must lie in \[0, 1\)"),
+    (dict(label_smoothing=-0.1), r"label_smoothing must lie in \[0, 1\)"),
+    (dict(warmup_epochs=5), r"warmup_epochs must lie in \[0, epochs\] = \[0, 2\]"),
+    (dict(weight_decay=-0.1), "weight_decay must be a finite number >= 0"),
+    (dict(time_budget=-5.0), "time_budget must be a number of seconds >= 0"),
+])
+def test_out_of_range_arguments_are_refused_before_training(kwargs, message):
+    x, y = synthetic(16)
+    model = tiny_model()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(ValueError, match=message):
+        fit(model, (x, y), epochs=2, batch_size=8, device="cpu", progress=False, **kwargs)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())  # not a step was taken
+
+
+def test_clip_grad_zero_means_no_clipping():
+    x, y = synthetic(32)
+    a = fit(tiny_model(), (x, y), epochs=1, batch_size=16, device="cpu", progress=False, clip_grad=0)
+    b = fit(tiny_model(), (x, y), epochs=1, batch_size=16, device="cpu", progress=False, clip_grad=None)
+    assert a.train_loss == b.train_loss and a.step_grad_norm == b.step_grad_norm
+
+
+def _sha(path):
+    import hashlib
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_fit_refuses_to_replace_another_runs_checkpoint(tmp_path):
+    """T2 of the instructor trial: fit(checkpoint=another model's file) replaced it. Now it refuses, unchanged."""
+    x, y = synthetic(32)
+    path = tmp_path / "other.pt"
+    fit(tiny_model(dim=32), (x, y), epochs=1, batch_size=16, device="cpu", progress=False, checkpoint=path)
+    sha = _sha(path)
+    with pytest.raises(FileExistsError, match=r"holds another run \(config.dim: checkpoint 32, now 16.*"
+                                              r"overwrite=True to replace it"):
+        fit(tiny_model(), (x, y), epochs=1, batch_size=16, device="cpu", progress=False, checkpoint=path)
+    with pytest.raises(FileExistsError, match=r"n_train: checkpoint 32, now 16"):  # same model, other data
+        fit(tiny_model(dim=32), (x[:16], y[:16]), epochs=1, batch_size=16, device="cpu", progress=False,
+            checkpoint=path)
+    (tmp_path / "notes.pt").write_text("my notes")
+    with pytest.raises(FileExistsError, match="is not a minivit checkpoint"):
+        fit(tiny_model(), (x, y), epochs=1, batch_size=16, device="cpu", progress=False,
+            checkpoint=tmp_path / "notes.pt")
+    with pytest.raises(IsADirectoryError, match="is a folder"):
+        fit(tiny_model(), (x, y), epochs=1, batch_size=16, device="cpu", progress=False, checkpoint=tmp_path)
+    assert _sha(path) == sha and (tmp_path / "notes.pt").read_text() == "my notes"
+    fit(tiny_model(dim=32), (x, y), epochs=1, batch_size=16, device="cpu", progress=False, checkpoint=path)  # same run
+    fit(tiny_model(), (x, y), epochs=1, batch_size=16, device="cpu", progress=False, checkpoint=path, overwrite=True)
+    from minivit.checkpoint import read_checkpoint
+    assert read_checkpoint(path)["config"]["dim"] == 16
+
+
+def test_training_loop_reads_in_parts():
+    """fit is the run around train_one_epoch, which calls train_step: each part is short and documented."""
+    import inspect
+
+    from minivit.train import loop, train_one_epoch, train_step
+    for fn, most in ((train_step, 25), (train_one_epoch, 60), (fit, 150)):
+        assert fn.__doc__ and len(inspect.getsource(fn).splitlines()) <= most, fn.__name__
+    assert "train_one_epoch(" in inspect.getsource(fit) and "train_step(" in inspect.getsource(train_one_epoch)
+    assert loop.fit is fit
+
+
+def test_train_step_is_one_adamw_step():
+    x, y = synthetic(8)
+    model = tiny_model()
+    nn.init.normal_(model.head.weight)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    before = model.head.weight.detach().clone()
+    from minivit.train import train_step
+    loss, logits, norm = train_step(model, opt, x.float() / 255, y, clip_grad=1.0)
+    assert loss.ndim == 0 and logits.shape == (8, 3) and norm > 0 and not loss.requires_grad
+    assert not torch.equal(before, model.head.weight)

@@ -1,0 +1,103 @@
+"""`evaluate` and `predict`: a model run over a data set in batches, in eval mode; the data and process helpers
+that `fit` shares with them.
+
+Introduced in 03_transformer_encoder.ipynb (part of `minivit.train`).
+
+Data is an `ImageDataset` (normalised with `minivit.data.normalize` and the data set's name) or an
+`(images, labels)` pair: uint8 images are scaled to [0, 1], float ones used as they are, unless a `normalize`
+callable is given. Under torch.distributed, `distributed=True` shards the data over the ranks and sums the
+metrics.
+
+Shape legend: B batch, C channels, H W image size, K classes.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+
+from .. import data as mdata
+
+
+def _unpack(data, normalize=None):
+    """ImageDataset or (images, labels) -> (images (N, C, H, W), labels (N,), normalising function)."""
+    if isinstance(data, mdata.ImageDataset):
+        images, labels, default = data.images, data.labels, partial(mdata.normalize, name=data.name)
+    elif isinstance(data, (tuple, list)) and len(data) == 2:
+        images, labels = data
+        default = (lambda x: x.float() / 255) if images.dtype == torch.uint8 else (lambda x: x)
+    else:
+        raise TypeError(f"expected an ImageDataset or an (images, labels) pair, got {type(data).__name__}")
+    if images.ndim != 4 or labels.ndim != 1 or len(images) != len(labels) or len(labels) == 0:
+        raise ValueError(f"expected images (N, C, H, W) and labels (N,) with N > 0, got "
+                         f"{tuple(images.shape)} and {tuple(labels.shape)}")
+    return images, labels.long(), normalize or default
+
+
+def _dist() -> tuple[int, int]:
+    """(rank, world size); (0, 1) when torch.distributed is not initialised."""
+    d = torch.distributed
+    return (d.get_rank(), d.get_world_size()) if d.is_available() and d.is_initialized() else (0, 1)
+
+
+def _all_sum(values: list[float], device) -> list[float]:
+    """`values` summed over every rank (as they are with one process)."""
+    t = torch.tensor(values, dtype=torch.float64, device=device)
+    if _dist()[1] > 1:
+        torch.distributed.all_reduce(t)
+    return t.tolist()
+
+
+def _autocast(device: torch.device):
+    """bf16 autocast on CUDA; a no-op elsewhere."""
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+
+@torch.no_grad()
+def _outputs(model, data, batch_size, device, normalize, distributed, progress, desc):
+    """Yield (logits (b, K) float32, labels (b,)) over this rank's share of `data`, in order."""
+    images, labels, norm = _unpack(data, normalize)
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    rank, world = _dist() if distributed else (0, 1)
+    idx = torch.arange(rank, len(labels), world)
+    was_training = model.training
+    model.eval()
+    try:
+        for i in tqdm(range(0, len(idx), batch_size), desc=desc, leave=False, disable=not progress or rank != 0):
+            j = idx[i:i + batch_size]
+            x = norm(images[j].to(device, non_blocking=True))  # (b, C, H, W)
+            with _autocast(device):
+                yield model(x).float(), labels[j].to(device)  # (b, K), (b,)
+    finally:
+        model.train(was_training)
+
+
+def evaluate(model: nn.Module, data, batch_size: int = 512, device=None, *, normalize=None,
+             distributed: bool = False, progress: bool = False) -> dict:
+    """Mean cross-entropy and top-1 accuracy of `model` on `data`: {"loss", "acc", "n"}.
+
+    `device` defaults to the model's. With `distributed=True` (every rank calls it) each rank
+    evaluates a shard and the sums are all-reduced, so all ranks return the same numbers.
+    """
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    loss = correct = n = 0.0
+    for logits, y in _outputs(model, data, batch_size, device, normalize, distributed, progress, "eval"):
+        loss += F.cross_entropy(logits, y, reduction="sum").item()
+        correct += (logits.argmax(-1) == y).sum().item()
+        n += len(y)
+    loss, correct, n = _all_sum([loss, correct, n], device) if distributed else (loss, correct, n)
+    return {"loss": loss / n, "acc": correct / n, "n": int(n)}
+
+
+def predict(model: nn.Module, data, batch_size: int = 512, device=None, *, normalize=None,
+            progress: bool = False) -> torch.Tensor:
+    """Logits float32 (N, K) on the CPU, in the order of `data`."""
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    return torch.cat([lg.cpu() for lg, _ in _outputs(model, data, batch_size, device, normalize, False, progress, "predict")])
+
+
+__all__ = ["evaluate", "predict"]
