@@ -31,6 +31,7 @@ __all__ = ["CheckResult", "check_head_parameters", "check_patchify", "check_resi
            "check_lr_schedule", "check_linear_lr_schedule", "check_param_groups", "check_clip_grad_norm",
            "check_forward_flops", "check_training_flops", "check_resnet50_compute",
            "check_hybrid_tokens", "check_hybrid_grid", "check_short_stem_share", "check_patch_centres",
+           "check_linear_weights", "check_swap_tiles",
            "check_mean_attention_distance",
            "check_color_codes"]
 
@@ -594,6 +595,75 @@ def check_patch_centres(fn, verbose: bool = True) -> CheckResult:
         ("the same grid: every patch stays where it is", case((5, 5), (5, 5))),
         ("a non-square 8x8 -> 8x12 (rows, then columns)", case((8, 8), (8, 12))),
         ("a smaller grid, 6x6 -> 4x4", case((6, 6), (4, 4))),
+    ], verbose)
+
+
+def _linear_weights(n_old: int, n_new: int, align_corners: bool = False) -> torch.Tensor:
+    """(n_new, n_old): row i holds the weights of the old entries in new entry i under linear interpolation along
+    one axis, as `F.interpolate(mode="linear", antialias=False, align_corners=...)` computes it -- the 1-D factor
+    of `minivit.resize_pos_embed(mode="bilinear", antialias=False)` (read off by interpolating the identity)."""
+    import torch.nn.functional as F
+    eye = torch.eye(n_old, dtype=torch.float64)[None]  # (1, n_old channels, n_old positions): channel k is e_k
+    return F.interpolate(eye, size=n_new, mode="linear", align_corners=align_corners)[0].T  # (n_new, n_old)
+
+
+def check_linear_weights(fn, verbose: bool = True) -> CheckResult:
+    """07_finetuning_at_higher_resolution, exercise 1: `fn(n_old, n_new, align_corners=False) -> (n_new, n_old)`,
+    the weights of linear interpolation from n_old to n_new entries along one axis: with `align_corners=False`
+    (minivit, timm) new entry i sits at old coordinate (i + 1/2) n_old / n_new - 1/2, with `True` (the authors'
+    `scipy.ndimage.zoom(..., order=1)`) at i (n_old - 1) / (n_new - 1); a coordinate beyond the first or last
+    old entry takes that entry (clamped); otherwise the two old entries around it share the weight linearly."""
+    def case(n_old, n_new, corners):
+        def run():
+            got = fn(n_old, n_new, align_corners=corners)
+            want = _linear_weights(n_old, n_new, corners)
+            problem = _compare(got, want, atol=1e-6, what="weights")
+            if problem and "wrong values" in problem and isinstance(got, torch.Tensor):
+                sums = got.double().sum(-1)
+                if not torch.allclose(sums, torch.ones_like(sums), atol=1e-6):
+                    problem += "; every row must sum to 1 (a weighted average of old entries)"
+            return problem
+        return run
+    return _run("linear interpolation weights", [
+        ("4 -> 8, centres aligned (minivit, timm)", case(4, 8, False)),
+        ("4 -> 8, corners aligned (the authors' code)", case(4, 8, True)),
+        ("the same size, centres aligned: the identity", case(5, 5, False)),
+        ("the same size, corners aligned: the identity", case(5, 5, True)),
+        ("8 -> 12, centres aligned (not a whole factor)", case(8, 12, False)),
+        ("3 -> 7, corners aligned", case(3, 7, True)),
+        ("6 -> 4, centres aligned (a smaller grid)", case(6, 4, False)),
+    ], verbose)
+
+
+def _swap_tiles(images: torch.Tensor, quadrant: int) -> torch.Tensor:
+    """(B, C, H, W) -> a copy with the top-left quadrant and quadrant `quadrant` (0 top-left, 1 top-right,
+    2 bottom-left, 3 bottom-right) exchanged."""
+    h, w = images.shape[-2] // 2, images.shape[-1] // 2
+    out = images.clone()
+    r, c = divmod(quadrant, 2)
+    out[..., :h, :w] = images[..., r * h:(r + 1) * h, c * w:(c + 1) * w]
+    out[..., r * h:(r + 1) * h, c * w:(c + 1) * w] = images[..., :h, :w]
+    return out
+
+
+def check_swap_tiles(fn, verbose: bool = True) -> CheckResult:
+    """07_finetuning_at_higher_resolution, exercise 2: `fn(images (B, C, H, W), quadrant) -> (B, C, H, W)`: the
+    mosaics with their top-left tile and the tile in `quadrant` (0 top-left, 1 top-right, 2 bottom-left,
+    3 bottom-right; H and W even) exchanged, leaving `images` itself unchanged."""
+    def case(shape, quadrant, seed):
+        def run():
+            x = torch.randint(0, 256, shape, dtype=torch.uint8, generator=torch.Generator().manual_seed(seed))
+            before = x.clone()
+            got = fn(x, quadrant)
+            if not torch.equal(x, before):
+                return "changed its input in place; return a new tensor and leave the test mosaics as they are"
+            return _compare(got, _swap_tiles(before, quadrant), atol=0, what="mosaics")
+        return run
+    return _run("swap tiles", [
+        ("quadrant 3: top-left <-> bottom-right", case((2, 3, 8, 8), 3, 0)),
+        ("quadrant 1: top-left <-> top-right, a wide mosaic", case((1, 3, 4, 6), 1, 1)),
+        ("quadrant 2: top-left <-> bottom-left, a tall mosaic", case((2, 1, 6, 4), 2, 2)),
+        ("quadrant 0: nothing moves", case((1, 3, 4, 4), 0, 3)),
     ], verbose)
 
 

@@ -265,6 +265,64 @@ def test_color_codes_check():
     assert "returned NoneType" in check_color_codes(lambda x, p: None, verbose=False).failures[0]
 
 
+def test_linear_weights_check():
+    from minivit.exercises import _linear_weights, check_linear_weights
+
+    def by_coordinates(n_old, n_new, align_corners=False):  # a student's answer: coordinates, clamp, split
+        i = torch.arange(n_new, dtype=torch.float64)
+        if align_corners:
+            x = i * (n_old - 1) / max(n_new - 1, 1)
+        else:
+            x = ((i + 0.5) * n_old / n_new - 0.5).clamp(0, n_old - 1)
+        lo = x.floor().long().clamp(max=max(n_old - 2, 0))
+        frac = x - lo
+        w = torch.zeros(n_new, n_old, dtype=torch.float64)
+        w[torch.arange(n_new), lo] += 1 - frac
+        w[torch.arange(n_new), (lo + 1).clamp(max=n_old - 1)] += frac
+        return w
+    assert check_linear_weights(by_coordinates, verbose=False)
+    average = check_linear_weights(lambda o, n, align_corners=False: torch.full((n, o), 1 / o), verbose=False)
+    assert average.passed == 0 and not any("sum to 1" in f for f in average.failures)  # rows sum to 1, wrong places
+    wrong_convention = check_linear_weights(lambda o, n, align_corners=False: by_coordinates(o, n, not align_corners),
+                                            verbose=False)
+    assert wrong_convention.passed == 2  # only the identities agree
+    unnormalised = check_linear_weights(lambda o, n, align_corners=False: 2 * by_coordinates(o, n, align_corners),
+                                        verbose=False)
+    assert unnormalised.passed == 0 and all("sum to 1" in f for f in unnormalised.failures)
+    # the weights are those of minivit.resize_pos_embed, one axis at a time
+    pe = torch.randn(1, 1 + 4 * 6, 3, dtype=torch.float64)
+    for corners in (False, True):
+        out = resize_pos_embed(pe, (4, 6), (8, 9), mode="bilinear", antialias=False, align_corners=corners)
+        wr, wc = _linear_weights(4, 8, corners), _linear_weights(6, 9, corners)
+        grid = pe[0, 1:].reshape(4, 6, 3)
+        torch.testing.assert_close(out[0, 1:].reshape(8, 9, 3), torch.einsum("ia,jb,abd->ijd", wr, wc, grid),
+                                   atol=1e-6, rtol=1e-5)  # resize_pos_embed interpolates in float32
+
+
+def test_swap_tiles_check():
+    from minivit.exercises import check_swap_tiles
+
+    def swap(x, q):
+        h, w = x.shape[-2] // 2, x.shape[-1] // 2
+        tiles = [x[..., :h, :w], x[..., :h, w:], x[..., h:, :w], x[..., h:, w:]]
+        tiles[0], tiles[q] = tiles[q], tiles[0]
+        return torch.cat([torch.cat(tiles[:2], -1), torch.cat(tiles[2:], -1)], -2)
+
+    def in_place(x, q):
+        h, w = x.shape[-2] // 2, x.shape[-1] // 2
+        r, c = divmod(q, 2)
+        top_left = x[..., :h, :w].clone()
+        x[..., :h, :w] = x[..., r * h:(r + 1) * h, c * w:(c + 1) * w]
+        x[..., r * h:(r + 1) * h, c * w:(c + 1) * w] = top_left
+        return x
+    assert check_swap_tiles(swap, verbose=False)
+    r = check_swap_tiles(in_place, verbose=False)
+    assert r.passed == 1 and all("in place" in f for f in r.failures)  # quadrant 0 changes nothing
+    r = check_swap_tiles(lambda x, q: x.transpose(-1, -2), verbose=False)
+    assert not r and any("shape" in f for f in r.failures)
+    assert "returned NoneType" in check_swap_tiles(lambda x, q: None, verbose=False).failures[0]
+
+
 def test_a_mutating_answer_is_judged_on_its_own_output():
     """E4 of the instructor trial: an answer that changes its input in place must not blame a later case."""
     def mutating(x, p):

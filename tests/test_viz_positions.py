@@ -80,3 +80,11 @@ def test_grid_maps_refuse_bad_input():
         plot_grid_maps([])
     with pytest.raises(ValueError, match="titles"):
         plot_grid_maps([torch.zeros(2, 2)], titles=["a", "b"])
+
+
+def test_grid_maps_tick_whole_patches_only(gen):
+    fig = plot_grid_maps([torch.randn(8, 12, generator=gen)])
+    fig.canvas.draw()
+    panel = next(ax for ax in fig.axes if ax.get_label() != "<colorbar>")
+    for ticks in (panel.get_xticks(), panel.get_yticks()):
+        assert len(ticks) > 1 and all(float(t).is_integer() for t in ticks)  # no tick at 2.5 on a 12-wide grid

@@ -13,6 +13,7 @@ One module per topic, each naming the notebook that introduces it; everything is
 - `experiments` (04): `plot_runs`, `plot_confusion_matrices`, `plot_accuracies`, `plot_paired_gains`
 - `scaling` (05): `plot_compute_accuracy`, `plot_data_scaling`
 - `hybrid` (06): `plot_feature_maps`, `plot_feature_map_rows`, `plot_compute_by_family`
+- `resolution` (07): `plot_image_rows`, `plot_position_mapping`, `plot_gains_over_baseline`
 - `inspection` (08): `plot_attention_distance`, `plot_ratio_maps`
 - `mpp` (09): `plot_pretext_curves`, `plot_pretext_loss`, `plot_color_predictions`
 """
@@ -24,6 +25,7 @@ from .inspection import plot_attention_distance, plot_ratio_maps
 from .mpp import plot_color_predictions, plot_pretext_curves, plot_pretext_loss
 from .patches import plot_patch_filters, plot_patch_grid, plot_patch_sequence, plot_patch_size_cost
 from .positions import plot_grid_maps, plot_pos_embed_similarity
+from .resolution import plot_gains_over_baseline, plot_image_rows, plot_position_mapping
 from .scaling import plot_compute_accuracy, plot_data_scaling
 from .training import plot_history, plot_predictions
 
@@ -45,6 +47,9 @@ __all__ = [
     "plot_attention_on_images",
     "plot_grid_maps",
     "plot_history",
+    "plot_image_rows",
+    "plot_gains_over_baseline",
+    "plot_position_mapping",
     "plot_patch_filters",
     "plot_patch_grid",
     "plot_patch_sequence",

@@ -58,7 +58,9 @@ def plot_grid_maps(maps, titles=None, cmap: str = "viridis", suptitle: str | Non
     embedding laid out on its patch grid before and after `minivit.resize_pos_embed` -> Figure with
     len(maps) axes, each with a colour bar. With `shared_scale` (default) every map uses one colour scale,
     [vmin, vmax] or else the min / max over all maps, so the maps can be compared; otherwise each map has its
-    own. Rows and columns are numbered from 0. Used in 02_class_token_and_positions.ipynb."""
+    own. Rows and columns are numbered from 0, with whole-number ticks. Used in 02_class_token_and_positions.ipynb
+    and 07_finetuning_at_higher_resolution.ipynb."""
+    from matplotlib.ticker import MaxNLocator
     arrays = [_as_numpy(m) for m in maps]
     if not arrays or any(a.ndim != 2 for a in arrays):
         raise ValueError(f"expected a non-empty list of 2-D maps (h, w), got shapes {[a.shape for a in arrays]}")
@@ -71,6 +73,8 @@ def plot_grid_maps(maps, titles=None, cmap: str = "viridis", suptitle: str | Non
     for k, (ax, a) in enumerate(zip(axes, arrays)):
         im = ax.imshow(a, cmap=cmap, interpolation="nearest", vmin=vmin, vmax=vmax)
         ax.set(xlabel="patch column", ylabel="patch row", title=titles[k] if titles else f"{a.shape[0]} x {a.shape[1]}")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # patches are whole: no tick at 2.5
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         if colorbar:
             fig.colorbar(im, ax=ax, shrink=0.85)
     if suptitle:
