@@ -148,8 +148,13 @@ def notebook_runs() -> dict[str, list[Run]]:
             from_recipe("ViT-Nano/16 at 64 px", "ViT-Nano/16@64", nette64, 9469, eval_images=3925),
             from_recipe("mosaic model at 64 px", "ViT-Nano/16@64", mosaic, 9469, eval_images=3925,
                         extra_eval_images=4 * 3925),
-            Run("fine-tuning arms at 128 px", "ViT-Nano/16@128", "imagenette", 9469, 10, 512,
-                eval_images=3925, repeat=4)],
+            Run("mosaic fine-tuning at 128 px", "ViT-Nano/16@128", "imagenette", 9469, 10, 512, repeat=2),
+            # Imagenette: 3 seeds x 6 arms; the 4x-steps arm at 64 px trains 40 epochs
+            Run("fine-tuning arms at 128 px (3 seeds)", "ViT-Nano/16@128", "imagenette", 9469, 10, 512, repeat=6),
+            Run("fine-tuning arms at 64 px (3 seeds)", "ViT-Nano/16@64", "imagenette", 9469, 10, 512, repeat=9),
+            Run("the 4x-steps arm at 64 px (3 seeds)", "ViT-Nano/16@64", "imagenette", 9469, 40, 512, repeat=3),
+            Run("from scratch at 128 px, the fine-tuning's FLOPs", "ViT-Nano/16@128", "imagenette", 9469, 34, 512,
+                extra_eval_images=30 * 3925)],
         "08_inspecting_vit": [
             # the mosaic model is 07's (loaded from its checkpoint: 07 runs first); after training, attention
             # maps of 200 images x 2 models, a masking test of 2,000 images x 4 variants, maps of 3,925 mosaics
