@@ -27,3 +27,23 @@ def _draw_tiles(ax, tiles, ncols: int, gap: float, cmap=None):
     ax.set_ylim(nrows * (th + gap), -gap)
     ax.set_aspect("equal")
     ax.axis("off")
+
+
+def _finish_rows(ax, ys, labels, xlabel: str, title: str | None, legend_loc: str):
+    """One labelled row per item on the y axis, a vertical grid, the legend and the title (row-chart figures)."""
+    ax.set_yticks(ys, labels)
+    ax.set(xlabel=xlabel)
+    ax.grid(alpha=0.3, axis="x")
+    ax.legend(fontsize=8, loc=legend_loc)
+    if title:
+        ax.set_title(title)
+
+
+def _label_map_grid(axes, row_labels, rows: int):
+    """No ticks on a grid of maps; the first column names its rows: "image", then one label per row of maps."""
+    for ax in axes.flat:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    axes[0, 0].set_ylabel("image", fontsize=8)
+    for r in range(rows):
+        axes[r + 1, 0].set_ylabel(row_labels[r] if row_labels is not None else f"maps {r}", fontsize=8)

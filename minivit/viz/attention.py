@@ -5,7 +5,7 @@ Introduced in 03_transformer_encoder.ipynb.
 
 from __future__ import annotations
 
-from ._common import _as_numpy
+from ._common import _as_numpy, _label_map_grid
 
 
 def plot_attention_matrix(weights, token_labels=None, head_titles=None, ncols: int = 4, title: str | None = None):
@@ -82,12 +82,7 @@ def plot_attention_on_images(images, maps, titles=None, row_labels=None, alpha: 
             ax.imshow(grey[j], cmap="gray", vmin=0, vmax=1)
             im = ax.imshow(m[r, j], cmap="inferno", vmin=0.0, vmax=vmax, alpha=alpha, interpolation="nearest",
                            extent=(-0.5, w - 0.5, h - 0.5, -0.5))
-    for ax in axes.flat:
-        ax.set_xticks([])
-        ax.set_yticks([])
-    axes[0, 0].set_ylabel("image", fontsize=8)
-    for r in range(len(m)):
-        axes[r + 1, 0].set_ylabel(row_labels[r] if row_labels is not None else f"maps {r}", fontsize=8)
+    _label_map_grid(axes, row_labels, len(m))
     fig.colorbar(im, ax=axes[1:].ravel().tolist(), shrink=0.8, label="attention weight")
     if title:
         fig.suptitle(title, fontsize=10)

@@ -5,7 +5,7 @@ Introduced in 04_training_a_vit.ipynb.
 
 from __future__ import annotations
 
-from ._common import _as_numpy, _figure
+from ._common import _as_numpy, _figure, _finish_rows
 
 
 def plot_runs(histories: dict, metrics=("val_acc", "train_acc"), title: str | None = None, *,
@@ -87,12 +87,7 @@ def plot_accuracies(labels, accuracies, errors=None, train_accuracies=None, xlab
     ax.errorbar(acc, ys, xerr=errors, fmt="o", color="C0", capsize=3, label="test")
     if train_accuracies is not None:
         ax.plot([float(a) for a in train_accuracies], ys, "o", mfc="none", color="C1", label=train_label)
-    ax.set_yticks(ys, labels)
-    ax.set(xlabel=xlabel)
-    ax.grid(alpha=0.3, axis="x")
-    ax.legend(fontsize=8, loc="lower right")
-    if title:
-        ax.set_title(title)
+    _finish_rows(ax, ys, labels, xlabel, title, "lower right")
     return fig
 
 

@@ -6,7 +6,7 @@ Introduced in 08_inspecting_vit.ipynb.
 
 from __future__ import annotations
 
-from ._common import _as_numpy
+from ._common import _as_numpy, _label_map_grid
 
 
 def _distance_arrays(distances: dict):
@@ -133,12 +133,7 @@ def plot_ratio_maps(images, ratios, titles=None, row_labels=None, limit: float |
             if box is not None:
                 r0, c0, bh, bw = box
                 axes[r + 1, j].add_patch(Rectangle((c0 - 0.5, r0 - 0.5), bw, bh, fill=False, ec="k", lw=1.5, ls="--"))
-    for ax in axes.flat:
-        ax.set_xticks([])
-        ax.set_yticks([])
-    axes[0, 0].set_ylabel("image", fontsize=8)
-    for r in range(len(m)):
-        axes[r + 1, 0].set_ylabel(row_labels[r] if row_labels is not None else f"maps {r}", fontsize=8)
+    _label_map_grid(axes, row_labels, len(m))
     ticks = [t for t in (1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8) if 1 / limit <= t <= limit]
     bar = fig.colorbar(im, ax=axes[1:].ravel().tolist(), shrink=0.8, label="ratio to uniform attention")
     bar.set_ticks(ticks, labels=[f"1/{round(1 / t)}" if t < 1 else f"{t:g}" for t in ticks])

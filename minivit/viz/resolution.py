@@ -6,7 +6,7 @@ Introduced in 07_finetuning_at_higher_resolution.ipynb.
 
 from __future__ import annotations
 
-from ._common import _as_numpy, _figure
+from ._common import _as_numpy, _figure, _finish_rows
 
 
 def plot_image_rows(rows: dict, titles=None, outline: dict | None = None, suptitle: str | None = None):
@@ -110,10 +110,5 @@ def plot_gains_over_baseline(labels, per_seed, means, errors, xlabel: str = "gai
                 label="mean over seeds ± s.e.")
     ax.plot([], [], "o", color="0.55", markersize=3.5, mfc="none", label="one seed")
     ax.axvline(0.0, color="0.3", linewidth=0.8)
-    ax.set_yticks(ys, labels)
-    ax.set(xlabel=xlabel)
-    ax.grid(alpha=0.3, axis="x")
-    ax.legend(fontsize=8, loc="best")
-    if title:
-        ax.set_title(title)
+    _finish_rows(ax, ys, labels, xlabel, title, "best")
     return fig
