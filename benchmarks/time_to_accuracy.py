@@ -3,6 +3,7 @@
     python benchmarks/time_to_accuracy.py cifar10          # target: >= 65% test top-1 in 5 min, 2-core CPU
     python benchmarks/time_to_accuracy.py fashion-mnist    # target: >= 88% test top-1 in 1 min, 2-core CPU
     python benchmarks/time_to_accuracy.py cifar10-hybrid   # target: >= 75% test top-1 in 5 min, 2-core CPU
+    python benchmarks/time_to_accuracy.py cifar10-hybrid-lowres   # the same, 75% of the budget at 16 px (a trial)
     python benchmarks/time_to_accuracy.py cifar10-gpu      # target: >= 90% in 10 min on one H100
 
 Each recipe is fixed and seeded: a `minivit.recipes.Recipe` (data, optimisation, augmentation), a model
