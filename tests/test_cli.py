@@ -56,6 +56,13 @@ def finished_run(tmp_path_factory):
     return out, r.stdout
 
 
+@pytest.fixture
+def copied_run(finished_run, tmp_path):
+    """A copy of `finished_run`'s folder that a test may change."""
+    import shutil
+    return shutil.copytree(finished_run[0], tmp_path / "run")
+
+
 # ---- help and documentation -----------------------------------------------------------------------------------
 
 def test_help_prints_each_default_once_and_the_real_out_pattern():
@@ -188,10 +195,8 @@ def test_a_finished_run_is_never_replaced_or_contradicted(finished_run, tmp_path
 
 
 @needs_data
-def test_resume_continues_the_same_run_and_keeps_its_summary_consistent(finished_run, tmp_path):
-    import shutil
-    out = tmp_path / "run"
-    shutil.copytree(finished_run[0], out)
+def test_resume_continues_the_same_run_and_keeps_its_summary_consistent(copied_run, tmp_path):
+    out = copied_run
     r = cli("--preset", "ViT-Nano/4", *TINY, "--epochs", "3", "--out", out, "--resume")
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())
@@ -202,10 +207,8 @@ def test_resume_continues_the_same_run_and_keeps_its_summary_consistent(finished
 
 
 @needs_data
-def test_overwrite_replaces_and_default_out_is_new_every_time(finished_run, tmp_path):
-    import shutil
-    out = tmp_path / "run"
-    shutil.copytree(finished_run[0], out)
+def test_overwrite_replaces_and_default_out_is_new_every_time(copied_run, tmp_path):
+    out = copied_run
     r = cli("--preset", "ViT-Nano/4", *TINY, "--epochs", "1", "--out", out, "--overwrite")
     assert r.returncode == 0, r.stderr
     assert json.loads((out / "summary.json").read_text())["history"]["epoch"] == [1]
