@@ -337,6 +337,22 @@ def _image_decoder():
     return decode
 
 
+def first_of_each_class(dataset: ImageDataset, classes: int | None = None) -> list[int]:
+    """Indices of the first example of classes 0, 1, ..., `classes` - 1 (default: every class) in `dataset`'s
+    order: one image per class, for figures whose samples must span the classes."""
+    k = len(dataset.classes)
+    n = k if classes is None else classes
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= k:
+        raise ValueError(f"classes must be an int from 1 to {k} (the data set's classes), got {classes!r}")
+    first = []
+    for c in range(n):
+        idx = (dataset.labels == c).nonzero()  # (n_c, 1)
+        if len(idx) == 0:
+            raise ValueError(f"class {c} ({dataset.classes[c]!r}) has no example in this data set")
+        first.append(idx[0, 0].item())
+    return first
+
+
 def stratified_subset(dataset: ImageDataset, n_per_class: int, seed: int = 0) -> ImageDataset:
     """Exactly `n_per_class` (>= 1) examples of every class, chosen by `seed`, in an order (also from `seed`) that
     mixes the classes whatever the order of `dataset`. In a smoke run (`minivit.smoke`) a request beyond what a

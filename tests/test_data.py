@@ -15,7 +15,7 @@ import torch
 from PIL import Image
 
 from minivit import data
-from minivit.data import ImageDataset, load_dataset, normalize, stratified_subset
+from minivit.data import ImageDataset, first_of_each_class, load_dataset, normalize, stratified_subset
 
 
 # ---------------------------------------------------------------- fixtures
@@ -420,3 +420,17 @@ def test_make_mosaics_puts_the_labelled_image_top_left():
     assert not torch.equal(data.make_mosaics(ds, 8, seed=2).images, m.images)
     with pytest.raises(ValueError, match="even"):
         data.make_mosaics(ds, 7)
+
+
+def test_first_of_each_class_picks_the_first_example_of_every_class():
+    labels = torch.tensor([2, 0, 2, 1, 0, 1])
+    ds = ImageDataset(torch.zeros(6, 1, 2, 2, dtype=torch.uint8), labels, ("a", "b", "c"), "fashion-mnist", "test")
+    assert first_of_each_class(ds) == [1, 3, 0]
+    assert first_of_each_class(ds, 2) == [1, 3]
+    for bad in (0, 4, 1.5, True):
+        with pytest.raises(ValueError, match="from 1 to 3"):
+            first_of_each_class(ds, bad)
+    missing = ImageDataset(torch.zeros(2, 1, 2, 2, dtype=torch.uint8), torch.tensor([0, 0]), ("a", "b"),
+                           "fashion-mnist", "test")
+    with pytest.raises(ValueError, match="class 1 .'b'. has no example"):
+        first_of_each_class(missing)
