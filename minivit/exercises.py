@@ -33,7 +33,7 @@ __all__ = ["CheckResult", "check_head_parameters", "check_patchify", "check_resi
            "check_hybrid_tokens", "check_hybrid_grid", "check_short_stem_share", "check_patch_centres",
            "check_linear_weights", "check_swap_tiles",
            "check_mean_attention_distance",
-           "check_color_codes"]
+           "check_color_codes", "check_sub_patch_codes"]
 
 
 @dataclass(frozen=True)
@@ -734,4 +734,33 @@ def check_color_codes(fn, verbose: bool = True) -> CheckResult:
         ("black, white, red, blue, (100, 150, 200): 0, 511, 448, 7, 230", case(constant, 2)),
         ("random images, 8x8 with 4x4 patches", case(_off_edge_images(2, 8, 8, 4, 0), 4)),
         ("a non-square 4x12 image (patches row by row)", case(_off_edge_images(1, 4, 12, 2, 1), 2)),
+    ], verbose)
+
+
+def check_sub_patch_codes(fn, verbose: bool = True) -> CheckResult:
+    """09_masked_patch_prediction, exercise 4: `fn(images uint8 (B, 3, H, W), patch_size, sub) -> (B, N, S)`:
+    for every patch (row by row, as `patchify`) the colour classes of its S = (patch_size / sub)^2 sub-patches of
+    sub x sub pixels, row by row inside the patch -- the targets of the paper's "4 x 4 downsized version" in
+    miniature."""
+    from einops import rearrange
+
+    from .mpp import patch_color_codes
+
+    def expected(images, p, sub):
+        fine = patch_color_codes(images, sub)  # (B, (H/sub) * (W/sub)): the fine grid, row by row
+        h, w, k = images.shape[-2] // p, images.shape[-1] // p, p // sub
+        return rearrange(fine, "b (h i w j) -> b (h w) (i j)", h=h, i=k, w=w, j=k)  # (B, N, S)
+
+    def case(images, p, sub):
+        def run():
+            got = fn(images.clone(), p, sub)
+            if isinstance(got, torch.Tensor) and got.is_floating_point():
+                return f"returned a {got.dtype} tensor, expected integer colour classes (e.g. torch.long)"
+            return _compare(got, expected(images, p, sub), atol=0, what="sub-patch classes",
+                            order_hint="patches row by row, and inside each patch its sub-patches row by row")
+        return run
+    return _run("sub-patch colour codes", [
+        ("8x8 images, 4x4 patches of 2x2 sub-patches: (B, 4, 4)", case(_off_edge_images(2, 8, 8, 2, 2), 4, 2)),
+        ("32x32 images as CIFAR-10's, 4x4 patches: (B, 64, 4)", case(_off_edge_images(2, 32, 32, 2, 3), 4, 2)),
+        ("a non-square 8x16 image, 8x8 patches of 4x4 sub-patches: (1, 2, 4)", case(_off_edge_images(1, 8, 16, 4, 4), 8, 4)),
     ], verbose)

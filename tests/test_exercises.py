@@ -265,6 +265,37 @@ def test_color_codes_check():
     assert "returned NoneType" in check_color_codes(lambda x, p: None, verbose=False).failures[0]
 
 
+def test_sub_patch_codes_check():
+    from minivit.exercises import check_sub_patch_codes
+    from minivit.mpp import patch_color_codes
+
+    def by_hand(images, p, sub):  # every patch cut out, then its own sub-patches' codes, row by row
+        b, _, h, w = images.shape
+        patches = [images[:, :, r:r + p, c:c + p] for r in range(0, h, p) for c in range(0, w, p)]
+        return torch.stack([patch_color_codes(x, sub) for x in patches], dim=1)  # (B, N, S)
+
+    def columns_first(images, p, sub):  # sub-patches column by column inside each patch
+        k = p // sub
+        return by_hand(images, p, sub).view(*images.shape[:1], -1, k, k).transpose(-1, -2).flatten(-2)
+
+    def flat(images, p, sub):  # the fine grid's codes, not regrouped by patch: (B, (H/sub) * (W/sub))
+        return patch_color_codes(images, sub)
+
+    def fine_grid_cut(images, p, sub):  # the fine grid's codes cut into runs of S: the wrong grouping
+        codes = patch_color_codes(images, sub)
+        return codes.view(codes.shape[0], -1, (p // sub) ** 2)
+
+    assert check_sub_patch_codes(by_hand, verbose=False)
+    r = check_sub_patch_codes(columns_first, verbose=False)
+    assert r.passed == 0 and "in another order" in r.failures[0]
+    r = check_sub_patch_codes(flat, verbose=False)
+    assert r.passed == 0 and "shape" in r.failures[0]
+    assert not check_sub_patch_codes(fine_grid_cut, verbose=False)
+    r = check_sub_patch_codes(lambda x, p, s: by_hand(x, p, s).float(), verbose=False)
+    assert r.passed == 0 and "expected integer colour classes" in r.failures[0]
+    assert "returned NoneType" in check_sub_patch_codes(lambda x, p, s: None, verbose=False).failures[0]
+
+
 def test_linear_weights_check():
     from minivit.exercises import _linear_weights, check_linear_weights
 
