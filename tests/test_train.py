@@ -108,6 +108,19 @@ def test_predict_matches_model_and_evaluate():
     assert evaluate(model, (x, y))["acc"] == pytest.approx(acc)
 
 
+def test_evaluation_batch_default_and_bad_batches():
+    from minivit.train.evaluation import eval_batch_size
+    assert eval_batch_size("cpu") == 256 and eval_batch_size(torch.device("cuda", 0)) == 512
+    x, y = synthetic(20)
+    model = tiny_model()
+    torch.testing.assert_close(predict(model, (x, y)), predict(model, (x, y), batch_size=7))
+    for bad in (0, -4, 2.5, True):
+        with pytest.raises(ValueError, match="batch_size must be a positive int"):
+            predict(model, (x, y), batch_size=bad)
+        with pytest.raises(ValueError, match="batch_size must be a positive int"):
+            evaluate(model, (x, y), batch_size=bad)
+
+
 def test_bad_inputs_are_clear_errors():
     x, y = synthetic(12)
     model = tiny_model()

@@ -38,6 +38,12 @@ def _unpack(data, normalize=None):
     return images, labels.long(), normalize or default
 
 
+def eval_batch_size(device) -> int:
+    """The default batch of `evaluate` and `predict`: 512 on a GPU; 256 on the CPU, where larger batches were
+    slower (benchmarks/README.md: 15-20% for the course's 128-px ViT and its ResNet)."""
+    return 512 if torch.device(device).type == "cuda" else 256
+
+
 def _dist() -> tuple[int, int]:
     """(rank, world size); (0, 1) when torch.distributed is not initialised."""
     d = torch.distributed
@@ -62,6 +68,10 @@ def _outputs(model, data, batch_size, device, normalize, distributed, progress, 
     """Yield (logits (b, K) float32, labels (b,)) over this rank's share of `data`, in order."""
     images, labels, norm = _unpack(data, normalize)
     device = torch.device(device) if device is not None else next(model.parameters()).device
+    if batch_size is None:
+        batch_size = eval_batch_size(device)
+    elif isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int (images per batch) or None, got {batch_size!r}")
     rank, world = _dist() if distributed else (0, 1)
     idx = torch.arange(rank, len(labels), world)
     was_training = model.training
@@ -76,12 +86,13 @@ def _outputs(model, data, batch_size, device, normalize, distributed, progress, 
         model.train(was_training)
 
 
-def evaluate(model: nn.Module, data, batch_size: int = 512, device=None, *, normalize=None,
+def evaluate(model: nn.Module, data, batch_size: int | None = None, device=None, *, normalize=None,
              distributed: bool = False, progress: bool = False) -> dict:
     """Mean cross-entropy and top-1 accuracy of `model` on `data`: {"loss", "acc", "n"}.
 
     `device` defaults to the model's. With `distributed=True` (every rank calls it) each rank
-    evaluates a shard and the sums are all-reduced, so all ranks return the same numbers.
+    evaluates a shard and the sums are all-reduced, so all ranks return the same numbers. `batch_size`
+    defaults to `eval_batch_size(device)`.
     """
     device = torch.device(device) if device is not None else next(model.parameters()).device
     loss = correct = n = 0.0
@@ -93,9 +104,9 @@ def evaluate(model: nn.Module, data, batch_size: int = 512, device=None, *, norm
     return {"loss": loss / n, "acc": correct / n, "n": int(n)}
 
 
-def predict(model: nn.Module, data, batch_size: int = 512, device=None, *, normalize=None,
+def predict(model: nn.Module, data, batch_size: int | None = None, device=None, *, normalize=None,
             progress: bool = False) -> torch.Tensor:
-    """Logits float32 (N, K) on the CPU, in the order of `data`."""
+    """Logits float32 (N, K) on the CPU, in the order of `data`; `batch_size` defaults to `eval_batch_size(device)`."""
     device = torch.device(device) if device is not None else next(model.parameters()).device
     return torch.cat([lg.cpu() for lg, _ in _outputs(model, data, batch_size, device, normalize, False, progress, "predict")])
 
