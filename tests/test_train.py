@@ -110,7 +110,7 @@ def test_predict_matches_model_and_evaluate():
 
 def test_evaluation_batch_default_and_bad_batches():
     from minivit.train.evaluation import eval_batch_size
-    assert eval_batch_size("cpu") == 256 and eval_batch_size(torch.device("cuda", 0)) == 512
+    assert eval_batch_size("cpu") == 128 and eval_batch_size(torch.device("cuda", 0)) == 512
     x, y = synthetic(20)
     model = tiny_model()
     torch.testing.assert_close(predict(model, (x, y)), predict(model, (x, y), batch_size=7))

@@ -39,9 +39,9 @@ def _unpack(data, normalize=None):
 
 
 def eval_batch_size(device) -> int:
-    """The default batch of `evaluate` and `predict`: 512 on a GPU; 256 on the CPU, where larger batches were
-    slower (benchmarks/README.md: 15-20% for the course's 128-px ViT and its ResNet)."""
-    return 512 if torch.device(device).type == "cuda" else 256
+    """The default batch of `evaluate` and `predict`: 512 on a GPU; 128 on the CPU, where a batch of 512 took 17-24%
+    longer for four of the course's five models and as long for the fifth (`benchmarks/eval_batch.py`)."""
+    return 512 if torch.device(device).type == "cuda" else 128
 
 
 def _dist() -> tuple[int, int]:

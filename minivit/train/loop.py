@@ -151,7 +151,7 @@ def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128
         `time_budget` seconds (the warm-up takes the fraction warmup_epochs / epochs of it), so the
         learning rate reaches 0 when the budget is spent, on a fast machine or a slow one; `epochs` is
         then only an upper bound. "budget" cannot resume.
-    eval_batch_size: the batch of the validation passes (default: `evaluate`'s, 512 on a GPU, 256 on the CPU).
+    eval_batch_size: the batch of the validation passes (default: `evaluate`'s, 512 on a GPU, 128 on the CPU).
     on_epoch_end: called with the History after each epoch; returning True stops the run.
     Arguments out of range raise ValueError before anything runs. A non-finite loss raises FloatingPointError.
     The model ends in the train/eval mode it started in.
