@@ -192,7 +192,7 @@ RECIPES: dict[str, Recipe] = {
                               warmup_epochs=5.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True, workers=14),
     # Imagenette at 64 px, to pre-train at a low resolution before fine-tuning at 128 px (notebook 07): train on
     # `recipe.training_set(train).resized(64)`. Mirror only: the crops sized for 128 px do not fit 64-px images.
-    # quick: 6 epochs (444 steps, about 30 s on 2 CPU cores), sized with the mosaics' so that notebook 07 fits 4 min.
+    # quick: 6 epochs (444 steps, 33-36 s of training on 2 CPU cores), sized with the mosaics' so that notebook 07 fits 4 min.
     "imagenette64-quick": Recipe("imagenette64-quick", "imagenette", n_per_class=None, epochs=6, batch_size=128,
                                  lr=2e-3, warmup_epochs=0.5, label_smoothing=0.1, augment="flip"),
     "imagenette64-full": Recipe("imagenette64-full", "imagenette", n_per_class=None, epochs=100, batch_size=512,
