@@ -19,6 +19,13 @@ BatchNorm projection shortcut where the shape changes, as torchvision's
 - `resnet18_cifar`: torchvision's `resnet18` with the same 32 x 32 stem.
 - `make_stage` and `init_resnet_`: the pieces, reused by `minivit.hybrid`.
 
+Memory format: `forward` hands the convolutions their input in channels-last
+order (NHWC in memory; the tensor's shape and values are unchanged), the layout
+oneDNN's CPU kernels and cuDNN's tensor-core kernels prefer. On 2 CPU cores a
+ResNet-14 training step takes about a quarter less time than with NCHW input
+(`benchmarks/memory_format.py`). The attribute `memory_format`
+(`torch.channels_last`) selects it; `torch.contiguous_format` gives NCHW.
+
 Shape legend: B batch, C channels, H W height width, K classes.
 
 Introduced in 04_training_a_vit.ipynb.
@@ -134,6 +141,7 @@ class CifarResNet(nn.Module):
         self.num_features = channels
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(channels, num_classes)
+        self.memory_format = torch.channels_last  # the convolutions' layout (module docstring)
         init_resnet_(self)
 
     @classmethod
@@ -150,6 +158,7 @@ class CifarResNet(nn.Module):
     def forward_features(self, images: torch.Tensor) -> torch.Tensor:
         """(B, C, H, W) -> the last stage's feature map (B, widths[-1], H / 2^(S-1), W / 2^(S-1)), before pooling."""
         check_float_images(images, self.in_channels)
+        images = images.contiguous(memory_format=self.memory_format)  # the same values, NHWC in memory
         x = self.relu(self.bn1(self.conv1(images)))  # (B, widths[0], H, W)
         for i in range(len(self.widths)):
             x = getattr(self, f"layer{i + 1}")(x)  # (B, widths[i], H / 2^i, W / 2^i)
@@ -175,11 +184,12 @@ class ResNet18Cifar(ResNet):
         self.conv1 = nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1, bias=False)
         nn.init.kaiming_normal_(self.conv1.weight, mode="fan_out", nonlinearity="relu")
         self.maxpool = nn.Identity()
+        self.memory_format = torch.channels_last  # the convolutions' layout (module docstring)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """(B, C, H, W) float images -> (B, K) logits."""
         check_float_images(images, self.in_channels)
-        return super().forward(images)  # (B, K)
+        return super().forward(images.contiguous(memory_format=self.memory_format))  # (B, K)
 
 
 def resnet18_cifar(num_classes: int = 10, in_channels: int = 3) -> ResNet18Cifar:

@@ -116,6 +116,7 @@ class HybridEmbed(nn.Module):
         self.in_channels = in_channels
         self.feature_dim = feature_shape(backbone, in_channels, image_size)[0]  # C'
         self.proj = nn.Conv2d(self.feature_dim, dim, kernel_size=1)  # timm's name; E on 1x1 patches
+        self.memory_format = torch.channels_last  # the convolutions' layout, as minivit.cnn's (its docstring)
         self.set_image_size(image_size)
 
     def set_image_size(self, image_size: int | tuple[int, int]) -> None:
@@ -137,7 +138,7 @@ class HybridEmbed(nn.Module):
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """(B, C, H, W) float images -> (B, N, D) tokens, N = h*w row-major."""
         check_float_images(images, self.in_channels)
-        x = self.backbone(images)  # (B, C', h, w)
+        x = self.backbone(images.contiguous(memory_format=self.memory_format))  # (B, C', h, w), NHWC in memory
         if not isinstance(x, torch.Tensor) or x.ndim != 4:
             got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
             raise ValueError(f"expected the backbone to return a 4-D feature map (B, C', h, w), got {got}")

@@ -172,3 +172,25 @@ def test_constructor_errors():
     with pytest.raises(ValueError, match="BasicBlock or Bottleneck"):
         make_stage(8, 8, 1, block=nn.Conv2d)
 
+
+
+@pytest.mark.parametrize("build", [lambda: CifarResNet.from_preset("ResNet-8"), lambda: resnet18_cifar()])
+def test_channels_last_computes_the_same_function(gen, build):
+    """The layout is a speed choice (module docstring): NHWC and NCHW give the same logits and gradients, and the
+    caller's images keep their own layout."""
+    torch.manual_seed(0)
+    model = build().double().eval()
+    x = torch.randn(3, 3, 32, 32, generator=gen, dtype=torch.float64)  # (B, C, H, W), NCHW
+    assert model.memory_format == torch.channels_last
+    out, grads = {}, {}
+    for fmt in (torch.channels_last, torch.contiguous_format):
+        model.memory_format = fmt
+        model.zero_grad()
+        out[fmt] = model(x)  # (B, K)
+        out[fmt].square().sum().backward()
+        grads[fmt] = [p.grad.clone() for p in model.parameters()]
+    torch.testing.assert_close(out[torch.channels_last], out[torch.contiguous_format])
+    for a, b in zip(grads[torch.channels_last], grads[torch.contiguous_format]):
+        torch.testing.assert_close(a, b)
+    assert x.is_contiguous()  # not converted in place
+    assert all(p.is_contiguous() for p in model.parameters())  # the weights (and so state_dict) stay NCHW

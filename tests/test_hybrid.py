@@ -270,3 +270,22 @@ def test_load_pretrained_fills_a_hybrid_at_another_size(tmp_path, gen):
     assert len(backbone) > 10 and all(torch.equal(sd[k], source.state_dict()[k]) for k in backbone)
     torch.testing.assert_close(sd["pos_embed"], resize_pos_embed(source.pos_embed.detach(), 8, 12))
     assert target(torch.randn(1, 3, 48, 48, generator=gen)).shape == (1, 5)
+
+
+def test_channels_last_backbone_computes_the_same_tokens(gen):
+    """The backbone runs on NHWC input (a speed choice, as minivit.cnn's); the tokens and gradients are the NCHW ones."""
+    torch.manual_seed(0)
+    model = ViT.from_preset("R-S4+ViT-Nano/4").double().eval()
+    randomize_(model.head)
+    x = torch.randn(2, 3, 32, 32, generator=gen, dtype=torch.float64)
+    assert model.patch_embed.memory_format == torch.channels_last
+    out, grads = {}, {}
+    for fmt in (torch.channels_last, torch.contiguous_format):
+        model.patch_embed.memory_format = fmt
+        model.zero_grad()
+        out[fmt] = model(x)  # (B, K)
+        out[fmt].square().sum().backward()
+        grads[fmt] = [p.grad.clone() for p in model.parameters()]
+    torch.testing.assert_close(out[torch.channels_last], out[torch.contiguous_format])
+    for a, b in zip(grads[torch.channels_last], grads[torch.contiguous_format]):
+        torch.testing.assert_close(a, b)
