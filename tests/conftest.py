@@ -30,6 +30,28 @@ def gen() -> torch.Generator:
     return torch.Generator().manual_seed(0)
 
 
+def assert_layouts_agree(model: torch.nn.Module, layer: torch.nn.Module, x: torch.Tensor) -> None:
+    """`model(x)` and its gradients are the same whether `layer.memory_format` is channels-last or NCHW (a speed
+    choice of minivit.cnn and minivit.hybrid), and `layer` starts at channels-last."""
+    assert layer.memory_format == torch.channels_last
+    first_conv = next(m for m in layer.modules() if isinstance(m, torch.nn.Conv2d))
+    seen = []  # whether the first convolution's input was channels-last, per run
+    hook = first_conv.register_forward_pre_hook(
+        lambda m, args: seen.append(args[0].is_contiguous(memory_format=torch.channels_last)))
+    out, grads = {}, {}
+    for fmt in (torch.channels_last, torch.contiguous_format):
+        layer.memory_format = fmt
+        model.zero_grad()
+        out[fmt] = model(x)  # (B, K)
+        out[fmt].square().sum().backward()
+        grads[fmt] = [p.grad.clone() for p in model.parameters()]
+    hook.remove()
+    assert seen == [True, False]  # the attribute sets the layout the convolutions get
+    torch.testing.assert_close(out[torch.channels_last], out[torch.contiguous_format])
+    for a, b in zip(grads[torch.channels_last], grads[torch.contiguous_format]):
+        torch.testing.assert_close(a, b)
+
+
 def randomize_(module: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
     """Fill every parameter with N(0, 0.02) noise (zero-initialised heads would hide bugs)."""
     g = torch.Generator().manual_seed(seed)

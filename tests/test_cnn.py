@@ -8,6 +8,7 @@ from torch import nn
 from torchvision.models.resnet import BasicBlock
 
 from minivit.cnn import CifarResNet, list_cnn_presets, make_stage, resnet18_cifar
+from tests.conftest import assert_layouts_agree
 
 # Parameter counts with 10 classes and 3 input channels.
 PINNED = {
@@ -181,16 +182,6 @@ def test_channels_last_computes_the_same_function(gen, build):
     torch.manual_seed(0)
     model = build().double().eval()
     x = torch.randn(3, 3, 32, 32, generator=gen, dtype=torch.float64)  # (B, C, H, W), NCHW
-    assert model.memory_format == torch.channels_last
-    out, grads = {}, {}
-    for fmt in (torch.channels_last, torch.contiguous_format):
-        model.memory_format = fmt
-        model.zero_grad()
-        out[fmt] = model(x)  # (B, K)
-        out[fmt].square().sum().backward()
-        grads[fmt] = [p.grad.clone() for p in model.parameters()]
-    torch.testing.assert_close(out[torch.channels_last], out[torch.contiguous_format])
-    for a, b in zip(grads[torch.channels_last], grads[torch.contiguous_format]):
-        torch.testing.assert_close(a, b)
+    assert_layouts_agree(model, model, x)
     assert x.is_contiguous()  # not converted in place
     assert all(p.is_contiguous() for p in model.parameters())  # the weights (and so state_dict) stay NCHW

@@ -16,7 +16,7 @@ from minivit.hybrid import (
     resnet_s4_backbone,
     resnet_s16_backbone,
 )
-from tests.conftest import randomize_
+from tests.conftest import assert_layouts_agree, randomize_
 
 NANO = get_preset("ViT-Nano/4")  # 32 px, D = 64, patch 4 -> 8 x 8 tokens
 
@@ -278,14 +278,4 @@ def test_channels_last_backbone_computes_the_same_tokens(gen):
     model = ViT.from_preset("R-S4+ViT-Nano/4").double().eval()
     randomize_(model.head)
     x = torch.randn(2, 3, 32, 32, generator=gen, dtype=torch.float64)
-    assert model.patch_embed.memory_format == torch.channels_last
-    out, grads = {}, {}
-    for fmt in (torch.channels_last, torch.contiguous_format):
-        model.patch_embed.memory_format = fmt
-        model.zero_grad()
-        out[fmt] = model(x)  # (B, K)
-        out[fmt].square().sum().backward()
-        grads[fmt] = [p.grad.clone() for p in model.parameters()]
-    torch.testing.assert_close(out[torch.channels_last], out[torch.contiguous_format])
-    for a, b in zip(grads[torch.channels_last], grads[torch.contiguous_format]):
-        torch.testing.assert_close(a, b)
+    assert_layouts_agree(model, model.patch_embed, x)
