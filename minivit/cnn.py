@@ -20,11 +20,13 @@ BatchNorm projection shortcut where the shape changes, as torchvision's
 - `make_stage` and `init_resnet_`: the pieces, reused by `minivit.hybrid`.
 
 Memory format: `forward` hands the convolutions their input in channels-last
-order (NHWC in memory; the tensor's shape and values are unchanged), the layout
-oneDNN's CPU kernels and cuDNN's tensor-core kernels prefer. On 2 CPU cores a
-ResNet-14 training step takes about a quarter less time than with NCHW input
-(`benchmarks/memory_format.py`). The attribute `memory_format`
-(`torch.channels_last`) selects it; `torch.contiguous_format` gives NCHW.
+order (NHWC in memory; the tensor's shape and values are unchanged), as PyTorch's
+"Channels Last Memory Format" tutorial recommends for convolutional networks (its
+reported gains are on NVIDIA GPUs with mixed precision; not measured on a GPU
+here). On 2 CPU cores a ResNet-14 training step takes about a quarter less time
+than with NCHW input (`benchmarks/memory_format.py`). The attribute
+`memory_format` (`torch.channels_last`) selects it; `torch.contiguous_format`
+gives NCHW.
 
 Shape legend: B batch, C channels, H W height width, K classes.
 
