@@ -1,4 +1,4 @@
-"""benchmarks/memory_format.py: times both layouts for every model, leaves the layout it found, refuses bad sizes."""
+"""benchmarks/memory_format.py: times both layouts for every model, records the medians, refuses bad sizes."""
 
 import sys
 from pathlib import Path
