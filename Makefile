@@ -40,15 +40,20 @@ lab: install data
 unit: install data
 	$(BIN)/python -m pytest tests/
 
+# Notebooks run two at a time on a machine without a CUDA GPU (NB_JOBS=2: two lanes, see notebooks/conftest.py),
+# one at a time on a GPU (the full profile's budgets are per notebook on one GPU) or with NB_JOBS=1.
+NB_JOBS ?= $(shell $(BIN)/python -c "import os, torch; print(1 if torch.cuda.is_available() or os.cpu_count() < 2 else 2)")
+NB_PARALLEL = $(if $(filter-out 0 1,$(NB_JOBS)),-n $(NB_JOBS) --dist loadgroup,)
+
 # pytest exits 5 when it collects no test: say so instead of failing an empty folder.
 notebooks: install data
-	$(BIN)/python -m pytest --nbval notebooks/; rc=$$?; \
+	$(BIN)/python -m pytest --nbval $(NB_PARALLEL) notebooks/; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "no notebooks collected"; rc=0; fi; exit $$rc
 
 # The full profile's code paths (presets, recipes, RandAugment workers, MixUp/CutMix) with a sliver of the work, so
 # the GPU path is checked on any machine; outputs are not compared (--nbval-lax) and claims are printed, not checked.
 smoke: install data
-	MINIVIT_PROFILE=full MINIVIT_SMOKE=1 $(BIN)/python -m pytest --nbval-lax -p no:cacheprovider notebooks/; rc=$$?; \
+	MINIVIT_PROFILE=full MINIVIT_SMOKE=1 $(BIN)/python -m pytest --nbval-lax $(NB_PARALLEL) -p no:cacheprovider notebooks/; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "no notebooks collected"; rc=0; fi; exit $$rc
 
 test: unit notebooks smoke

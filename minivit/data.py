@@ -23,7 +23,7 @@ writes <root>/cache/<name>-<split>.pt (atomic); later loads read that cache in a
 """
 from __future__ import annotations
 
-import argparse, gzip, hashlib, io, operator, os, shutil, sys, tarfile, urllib.request, warnings, zlib
+import argparse, gzip, hashlib, io, operator, os, shutil, sys, tarfile, tempfile, urllib.request, warnings, zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -252,12 +252,15 @@ def _not_found(name, split, root, looked, why) -> FileNotFoundError:
 
 
 def _download(url: str, dest: Path):
-    """Fetch `url` to `dest` through a temporary file, so an interrupted download leaves nothing behind."""
+    """Fetch `url` to `dest` through a temporary file of its own, so an interrupted download leaves nothing behind
+    and two processes fetching the same file at once (two notebooks run side by side) do not write into one file."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".part")
+    fd, name = tempfile.mkstemp(dir=dest.parent, prefix=dest.name + ".", suffix=".part")
+    tmp = Path(name)
     try:
-        with urllib.request.urlopen(url, timeout=60) as r, open(tmp, "wb") as f:
+        with os.fdopen(fd, "wb") as f, urllib.request.urlopen(url, timeout=60) as r:
             shutil.copyfileobj(r, f, 1 << 20)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)

@@ -5,17 +5,55 @@ every notebook at the end.
   folder, written to `<folder>/<notebook>-cell<N>.txt` -- so a run that is killed at a time limit (a GPU machine's
   10-minute command) still says why its cells failed; pytest itself prints failures only at the end.
 - The course's budgets are per notebook (quick profile: a few minutes each on 2 CPU cores), so the run reports the
-  time of every notebook -- its kernel start and all its cells -- beside pytest's total.
+  time of every notebook -- its kernel start and all its cells -- beside the wall-clock time of the whole run.
+- Two notebooks at a time: `pytest --nbval -n 2 --dist loadgroup notebooks/` (pytest-xdist; what `make notebooks`
+  runs on a machine without a CUDA GPU) runs the notebooks in the two `LANES` below, one lane per worker, each
+  notebook's kernel with half the CPU cores as threads. Two threads made a training step only about a third
+  faster than one on the course's 2-core machine, so two kernels of one thread each
+  finish more work in the same time (measured in benchmarks/README.md). Each lane runs its notebooks in order: 05
+  and 06 load the models 04 trained, 08 the mosaic model of 07 (in a lane of their own, they would train them again).
 """
 
 import os
 import re
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 REPORT_DIR = "MINIVIT_REPORT_DIR"  # environment variable: a folder for the failing cells' reports
+# The two lanes of a parallel run, by notebook number; a notebook not listed runs in the second. Balanced by the
+# measured serial times (CI of 3bae48e, seconds): 03-06 49 + 158 + 136 + 134 = 477; the rest 19 + 8 + 7 + 209 + 118
+# + 133 = 494. 00 (the first to decode CIFAR-10, in a fresh clone) runs while 03 trains on Fashion-MNIST.
+LANES = {"lane-1": ("03", "04", "05", "06"), "lane-2": ("00", "01", "02", "07", "08", "09")}
 _seconds: dict[str, float] = defaultdict(float)
+_start = time.perf_counter()
+
+
+def lane(path: str) -> str:
+    """The lane of a notebook's path ('notebooks/04_training_a_vit.ipynb' -> 'lane-1')."""
+    number = Path(path).name[:2]
+    return next((name for name, numbers in LANES.items() if number in numbers), "lane-2")
+
+
+def pytest_configure(config):
+    """In an xdist worker: the notebooks' kernels (started with this process's environment) get an equal share of the
+    cores as threads, unless OMP_NUM_THREADS is set already."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1 and "OMP_NUM_THREADS" not in os.environ:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        os.environ["OMP_NUM_THREADS"] = str(max(1, cores // workers))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks to group the items
+def pytest_collection_modifyitems(config, items):
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    for item in items:
+        if item.nodeid.split("::")[0].endswith(".ipynb"):
+            item.add_marker(pytest.mark.xdist_group(lane(item.nodeid.split("::")[0])))
 
 
 def _report_name(nodeid: str) -> str:
@@ -44,4 +82,7 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("time per notebook")
         for name, s in _seconds.items():
             terminalreporter.write_line(f"{s:7.1f} s  {name}")
-        terminalreporter.write_line(f"{sum(_seconds.values()):7.1f} s  all {len(_seconds)} notebooks")
+        terminalreporter.write_line(f"{sum(_seconds.values()):7.1f} s  all {len(_seconds)} notebooks, summed")
+        workers = getattr(terminalreporter.config.option, "numprocesses", None)
+        if workers:  # xdist: the notebooks ran side by side, so the wall clock is what the run took
+            terminalreporter.write_line(f"{time.perf_counter() - _start:7.1f} s  wall clock, {workers} notebooks at a time")

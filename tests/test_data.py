@@ -8,6 +8,7 @@ import io
 import sys
 import tarfile
 import urllib.error
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -233,6 +234,30 @@ def test_missing_imagenette_failed_download_is_reported(tmp_path, monkeypatch):
     monkeypatch.setattr(data, "_download", no_net)
     with pytest.raises(FileNotFoundError, match="(?s)imagenette.*download of .*failed"):
         load_dataset("imagenette", "test", root=tmp_path)
+
+
+def test_download_writes_through_its_own_temporary_file(tmp_path):
+    """`_download` (file:// URLs work offline): the file arrives whole and readable, no temporary file is left, a
+    failed fetch leaves nothing, and each call writes a temporary file of its own (two notebooks side by side)."""
+    src = tmp_path / "src.bin"
+    src.write_bytes(bytes(range(256)) * 4096)  # 1 MiB
+    dest = tmp_path / "out" / "file.bin"
+    names = []
+    real_mkstemp = data.tempfile.mkstemp
+
+    def spy(*args, **kwargs):
+        fd, name = real_mkstemp(*args, **kwargs)
+        names.append(name)
+        return fd, name
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(data.tempfile, "mkstemp", spy)
+        data._download(src.as_uri(), dest)
+        data._download(src.as_uri(), dest)  # again: replaces the finished file
+        with pytest.raises(urllib.error.URLError):
+            data._download((tmp_path / "missing.bin").as_uri(), tmp_path / "out" / "missing.bin")
+    assert dest.read_bytes() == src.read_bytes() and dest.stat().st_mode & 0o044 == 0o044
+    assert len(set(names)) == 3 and all(Path(n).parent == dest.parent for n in names)
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["file.bin"]
 
 
 def test_bad_name_or_split():
