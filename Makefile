@@ -43,7 +43,7 @@ unit: install data
 # Notebooks run two at a time on a machine without a CUDA GPU (NB_JOBS=2: two lanes, see notebooks/conftest.py),
 # one at a time on a GPU (the full profile's budgets are per notebook on one GPU) or with NB_JOBS=1.
 NB_JOBS ?= $(shell $(BIN)/python -c "import os, torch; print(1 if torch.cuda.is_available() or os.cpu_count() < 2 else 2)")
-NB_PARALLEL = $(if $(filter-out 0 1,$(NB_JOBS)),-n $(NB_JOBS) --dist loadgroup,)
+NB_PARALLEL = $(if $(filter-out 0 1,$(NB_JOBS)),-n $(NB_JOBS) --dist loadscope,)
 
 # pytest exits 5 when it collects no test: say so instead of failing an empty folder.
 notebooks: install data

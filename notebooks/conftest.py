@@ -6,12 +6,11 @@ every notebook at the end.
   10-minute command) still says why its cells failed; pytest itself prints failures only at the end.
 - The course's budgets are per notebook (quick profile: a few minutes each on 2 CPU cores), so the run reports the
   time of every notebook -- its kernel start and all its cells -- beside the wall-clock time of the whole run.
-- Two notebooks at a time: `pytest --nbval -n 2 --dist loadgroup notebooks/` (pytest-xdist; what `make notebooks`
+- Two notebooks at a time: `pytest --nbval -n 2 --dist loadscope notebooks/` (pytest-xdist; what `make notebooks`
   runs on a machine without a CUDA GPU) runs the notebooks in the two `LANES` below, one lane per worker, each
   notebook's kernel with half the CPU cores as threads. Two threads made a training step only about a third
-  faster than one on the course's 2-core machine, so two kernels of one thread each
-  finish more work in the same time (measured in benchmarks/README.md). Each lane runs its notebooks in order: 05
-  and 06 load the models 04 trained, 08 the mosaic model of 07 (in a lane of their own, they would train them again).
+  faster than one on the course's 2-core machine, so two kernels of one thread each finish more work in the same
+  time (measured in benchmarks/README.md). Each lane runs its notebooks in order: 05 and 06 load the models 04 trained, 08 the mosaic model of 07 (in a lane of their own, they would train them again).
 """
 
 import os
@@ -47,13 +46,20 @@ def pytest_configure(config):
         os.environ["OMP_NUM_THREADS"] = str(max(1, cores // workers))
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks to group the items
-def pytest_collection_modifyitems(config, items):
-    if getattr(config.option, "dist", "no") != "loadgroup":
-        return
-    for item in items:
-        if item.nodeid.split("::")[0].endswith(".ipynb"):
-            item.add_marker(pytest.mark.xdist_group(lane(item.nodeid.split("::")[0])))
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: ignored where xdist is not installed
+def pytest_xdist_make_scheduler(config, log):
+    """Under `-n N --dist loadscope`, a notebook's scope is its lane: all the cells of a lane's notebooks go to one
+    worker, in order. (pytest-xdist's own `--dist loadgroup` marks do not group items under pytest 9.)"""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class LaneScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::")[0]
+            return lane(path) if path.endswith(".ipynb") else super()._split_scope(nodeid)
+
+    return LaneScheduling(config, log)
 
 
 def _report_name(nodeid: str) -> str:
