@@ -10,7 +10,8 @@ every notebook at the end.
   runs on a machine without a CUDA GPU) runs the notebooks in the two `LANES` below, one lane per worker, each
   notebook's kernel with half the CPU cores as threads. Two threads made a training step only about a third
   faster than one on the course's 2-core machine, so two kernels of one thread each finish more work in the same
-  time (measured in benchmarks/README.md). Each lane runs its notebooks in order: 05 and 06 load the models 04 trained, 08 the mosaic model of 07 (in a lane of their own, they would train them again).
+  time (measured in benchmarks/README.md). Each lane runs its notebooks in order: 05 and 06 load the models 04
+  trained, 08 the mosaic model of 07 (in a lane of their own, they would train them again).
 """
 
 import os
@@ -91,4 +92,5 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"{sum(_seconds.values()):7.1f} s  all {len(_seconds)} notebooks, summed")
         workers = getattr(terminalreporter.config.option, "numprocesses", None)
         if workers:  # xdist: the notebooks ran side by side, so the wall clock is what the run took
-            terminalreporter.write_line(f"{time.perf_counter() - _start:7.1f} s  wall clock, {workers} notebooks at a time")
+            wall = time.perf_counter() - _start
+            terminalreporter.write_line(f"{wall:7.1f} s  wall clock, {workers} notebooks at a time")
