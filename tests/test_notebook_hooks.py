@@ -1,6 +1,8 @@
-"""notebooks/conftest.py: a failing cell is reported the moment it fails (stderr and MINIVIT_REPORT_DIR)."""
+"""notebooks/conftest.py: a failing cell is reported the moment it fails (stderr and MINIVIT_REPORT_DIR), and a run
+of two notebooks at a time keeps each lane's notebooks in order on one worker."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -24,7 +26,7 @@ def test_a_failing_cell_is_written_down_at_once(tmp_path):
     reports = tmp_path / "reports"
     run = subprocess.run([sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-p", "no:cacheprovider",
                           "07_demo.ipynb"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                         env={**__import__("os").environ, "MINIVIT_REPORT_DIR": str(reports)})
+                         env={**os.environ, "MINIVIT_REPORT_DIR": str(reports)})
     assert run.returncode == 1
     assert "FAILED 07_demo.ipynb::Cell 1" in run.stderr and "x is not two" in run.stderr
     files = sorted(p.name for p in reports.iterdir())
@@ -35,7 +37,6 @@ def test_a_failing_cell_is_written_down_at_once(tmp_path):
 def test_two_lanes_keep_dependent_notebooks_in_order(tmp_path):
     """`pytest --nbval -n 2 --dist loadscope`: a notebook runs after the one whose results it loads (05 after 04, in
     one lane, while 07 runs in the other), each kernel gets half the cores as threads, and the wall clock is reported."""
-    import os
     shutil.copy(NOTEBOOKS / "conftest.py", tmp_path / "conftest.py")
     marker = tmp_path / "04-finished"
     threads = str(max(1, len(os.sched_getaffinity(0)) // 2))
