@@ -66,7 +66,8 @@ def save_weights(path, model: nn.Module, entry: Entry) -> Path:
     if path.exists():
         raise FileExistsError(f"{path} exists; the zoo never replaces a file: remove it or write elsewhere")
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
-    meta = {"format": FORMAT, "entry": json.dumps(entry.to_dict(), sort_keys=True)}
+    # one metadata key: safetensors writes several in no fixed order, which would change the file's SHA-256
+    meta = {"minivit": json.dumps({"format": FORMAT, "entry": entry.to_dict()}, sort_keys=True)}
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:

@@ -96,7 +96,7 @@ def _add(folder: str, replace: bool) -> int:
         print(f"error: {', '.join(clash)} already committed; pass --replace to replace them (nothing was changed)",
               file=sys.stderr)
         return 2
-    WEIGHTS.mkdir(exist_ok=True)
+    WEIGHTS.mkdir(parents=True, exist_ok=True)
     for name, (src, rec) in new.items():
         shutil.copyfile(src, WEIGHTS / rec["file"])
         recs[name] = rec

@@ -156,6 +156,8 @@ def train_run(run: Run, folder: Path, *, resume: bool = False, progress: bool = 
     from . import file_sha256, load_file
     records, test = [], _data(run, "test")
     for epoch, entry in sorted(entries.items()):
+        if epoch > len(history):  # the run stopped before this epoch (an interrupted classifier run resumes)
+            continue
         path = folder / f"{entry.name}.safetensors"
         m = measure(entry, load_file(path, entry), test)
         rec = {"name": entry.name, "file": path.name, "sha256": file_sha256(path), "bytes": path.stat().st_size,
