@@ -11,11 +11,15 @@ variance (b + c)/4, and
 
 is about standard normal (McNemar's test, in its normal approximation). z > 3 says A is right more often than B on
 *these images* beyond chance. It tests two trained models, not a method: a second seed of the same training can
-land elsewhere. To compare methods, train each with several seeds and use `mean_se` over the paired differences.
+land elsewhere. To compare methods, train each with several seeds and use `paired_se` (introduced in
+09_masked_patch_prediction.ipynb): the mean paired difference with both sources of error -- how much the training
+varies between seeds, and which test images happened to be drawn, a part that all seeds share and that `mean_se`
+over the seeds' differences alone never sees.
 
     r = mcnemar(pred_a == labels, pred_b == labels)     # r.only_a, r.only_b, r.z
     p, se = acc, binomial_se(acc, n)                    # one accuracy's standard error
-    mean, se = mean_se(gains_over_seeds)                # the mean paired difference over seeds, its s.e.
+    mean, se = mean_se(gains_over_seeds)                # the mean of a few values and its s.e.
+    d = paired_se(right_a_by_seed, right_b_by_seed)     # d.mean, d.seed_se, d.test_se, d.se (both parts)
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["McNemar", "binomial_se", "mcnemar", "mean_se"]
+__all__ = ["McNemar", "PairedSE", "binomial_se", "mcnemar", "mean_se", "paired_se"]
 
 
 class McNemar(NamedTuple):
@@ -67,3 +71,37 @@ def mean_se(values) -> tuple[float, float]:
     if len(v) < 2 or not torch.isfinite(v).all():
         raise ValueError(f"expected at least 2 finite values, got {v.tolist()}")
     return v.mean().item(), (v.std() / math.sqrt(len(v))).item()
+
+
+class PairedSE(NamedTuple):
+    """A method's mean paired difference in accuracy over seeds, with its standard error in two parts."""
+
+    mean: float  # mean over seeds of accuracy(A) - accuracy(B), A and B trained with the same seed
+    seed_se: float  # the part from the training itself: one seed's model better or worse on every image
+    test_se: float  # the part from the test images: which images were drawn, and each one's luck per seed
+    se: float  # sqrt(seed_se^2 + test_se^2)
+
+
+def paired_se(right_a, right_b) -> PairedSE:
+    """The paired difference of method A over method B, from per-seed correctness on the same n test images.
+
+    right_a, right_b: one bool (n,) tensor per seed each (seed s of A paired with seed s of B), on the same images.
+    Write d[s, i] = (A right) - (B right) for seed s on image i. The test part is sd over images of d averaged over
+    seeds, / sqrt(n): it holds both which images were drawn (shared by every seed, so `mean_se` over the seeds'
+    differences never sees it) and each image's seed-to-seed luck, and it is estimated from n values. The seed part
+    is the variance of the per-seed means of d less what that luck already explains (the within-image variance
+    over seeds / n), / S: a seed whose model is better on all images. Estimated from only S values, it is
+    the rougher of the two; it is usually the smaller too."""
+    if len(right_a) != len(right_b) or len(right_a) < 2:
+        raise ValueError(f"expected the same number (>= 2) of seeds for A and B, got {len(right_a)} and {len(right_b)}")
+    a = torch.stack([_as_bool(r, "right_a[s]") for r in right_a]).double()  # (S, n)
+    b = torch.stack([_as_bool(r, "right_b[s]") for r in right_b]).double()  # (S, n)
+    if a.shape != b.shape:
+        raise ValueError(f"right_a and right_b must cover the same test images, got {tuple(a.shape)} and {tuple(b.shape)}")
+    d = a - b  # (S, n)
+    seeds, n = d.shape
+    per_seed = d.mean(dim=1)  # (S,)
+    luck = d.var(dim=0).mean().item()  # within-image variance over seeds, averaged over images
+    seed_se = math.sqrt(max(0.0, per_seed.var().item() - luck / n) / seeds)
+    test_se = (d.mean(dim=0).std() / math.sqrt(n)).item()
+    return PairedSE(per_seed.mean().item(), seed_se, test_se, math.hypot(seed_se, test_se))

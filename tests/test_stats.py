@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minivit.stats import McNemar, binomial_se, mcnemar, mean_se
+from minivit.stats import McNemar, binomial_se, mcnemar, mean_se, paired_se
 
 
 def test_mcnemar_counts_the_discordant_pairs():
@@ -49,3 +49,38 @@ def test_mean_se_over_seeds():
     assert mean == pytest.approx(0.02) and se == pytest.approx(0.01 / math.sqrt(3))
     with pytest.raises(ValueError, match="at least 2"):
         mean_se([0.1])
+
+
+def test_paired_se_covers_the_test_images_that_all_seeds_share():
+    # A world where method A is better than B on some images and worse on others (an image-specific advantage that
+    # every seed of A shares, mean 0 over all images), plus per-seed shifts and per-image coin flips. Each replication draws new test images and
+    # new seeds. The spread of the measured mean difference over replications must match the reported s.e.: with
+    # the test part, z = mean / se is about N(0, 1); mean_se over the per-seed differences alone understates it.
+    g = torch.Generator().manual_seed(0)
+    reps, seeds, n = 400, 3, 500
+    z_full, z_seed = [], []
+    for _ in range(reps):
+        q = torch.rand(n, generator=g) * 0.4 + 0.3  # each drawn image's chance of being right for B, in [0.3, 0.7]
+        delta = (torch.rand(n, generator=g) - 0.5) * 0.6  # A's advantage on that image, in [-0.3, 0.3], mean 0
+        pa = q + delta  # in [0, 1]: over all images A and B are equally good
+        tau = torch.randn(seeds, generator=g) * 0.01  # a seed of A a little better or worse on every image
+        right_a = [torch.rand(n, generator=g) < (pa + t).clamp(0, 1) for t in tau]
+        right_b = [torch.rand(n, generator=g) < q for _ in range(seeds)]
+        d = paired_se(right_a, right_b)
+        z_full.append(d.mean / d.se)  # the true difference is 0
+        old = mean_se([(x.double().mean() - y.double().mean()).item() for x, y in zip(right_a, right_b)])
+        if old[1] > 0:  # three equal per-seed differences happen now and then
+            z_seed.append(old[0] / old[1])
+    sd_full, sd_seed = torch.tensor(z_full).std().item(), torch.tensor(z_seed).std().item()
+    assert 0.85 < sd_full < 1.15  # calibrated (the s.e. of a standard deviation over 400 draws is about 0.035)
+    assert sd_seed > 1.5  # the seeds alone would make a chance difference look like a result
+
+
+def test_paired_se_refuses_unpaired_input():
+    a = [torch.ones(4, dtype=torch.bool)] * 3
+    with pytest.raises(ValueError, match="same number"):
+        paired_se(a, a[:2])
+    with pytest.raises(ValueError, match="same test images"):
+        paired_se(a, [torch.ones(5, dtype=torch.bool)] * 3)
+    with pytest.raises(ValueError, match="bool"):
+        paired_se([torch.ones(4)] * 2, [torch.ones(4)] * 2)
