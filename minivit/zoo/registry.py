@@ -25,7 +25,8 @@ class Run:
     image_size: int  # the resolution the model trains and is evaluated at (the data set's own, or resized)
     recipe: dict[str, Any]  # the training arguments, plain data (fit's or pretrain_mpp's), seed included
     keep: tuple[int, ...]  # the epochs whose weights become entries (the last one is the run's end)
-    train_images: str = "all"  # which training images: "all", or "mpp-09" (notebook 09's 10,000 unlabelled)
+    train_images: str = "all"  # "all" (the training split), "mpp-09" (notebook 09's 10,000 unlabelled images) or
+    # "mosaics" (2x2 mosaics labelled by the top-left tile, as notebook 07 makes them: seed 0 train, seed 1 test)
     notes: str = ""  # why this recipe, in a sentence
 
     def to_dict(self) -> dict[str, Any]:
@@ -63,6 +64,14 @@ _CIFAR_LONG = dict(epochs=50, batch_size=256, lr=2e-3, weight_decay=0.05, warmup
 _MPP_LONG = dict(epochs=40, batch_size=128, lr=1e-3, weight_decay=0.05, warmup_epochs=0.5, clip_grad=1.0,
                  augment="flip", seed=0)
 
+# Imagenette at 64 px (notebook 07 pre-trains there, then fine-tunes at 128 px): the course's imagenette64 and
+# mosaic64 recipes (flips for photographs, no augmentation for mosaics, whose label sits in the top-left tile),
+# run 100 and 60 epochs instead of the quick profile's 6.
+_IMAGENETTE64_LONG = dict(epochs=100, batch_size=128, lr=2e-3, weight_decay=0.05, warmup_epochs=5.0,
+                          label_smoothing=0.1, clip_grad=1.0, augment="flip", seed=0)
+_MOSAIC64_LONG = dict(epochs=60, batch_size=128, lr=2e-3, weight_decay=0.05, warmup_epochs=3.0, label_smoothing=0.1,
+                      clip_grad=1.0, augment="none", seed=0)
+
 RUNS: dict[str, Run] = {r.name: r for r in (
     Run("vit-nano4-cifar10", "classifier", "cifar10", 32, _CIFAR_LONG, keep=(50,),
         notes="the pure ViT of notebooks 04 and 08, trained 50 epochs on all 50,000 images"),
@@ -70,6 +79,10 @@ RUNS: dict[str, Run] = {r.name: r for r in (
         notes="the ResNet baseline of notebook 04, trained exactly as the ViT (same recipe, epochs and data)"),
     Run("mpp-vit-nano4-cifar10", "mpp", "cifar10", 32, _MPP_LONG, keep=(5, 10, 20, 40), train_images="mpp-09",
         notes="notebook 09's masked patch prediction, 40 epochs, weights kept along the way for a dose-response"),
+    Run("vit-nano16-imagenette64", "classifier", "imagenette", 64, _IMAGENETTE64_LONG, keep=(100,),
+        notes="notebook 07's photograph model at 64 px (a 4x4 grid of 16-px patches), before fine-tuning at 128 px"),
+    Run("vit-nano16-mosaic64", "classifier", "imagenette", 64, _MOSAIC64_LONG, keep=(60,), train_images="mosaics",
+        notes="notebook 07's mosaic model: 2x2 mosaics of Imagenette at 64 px, labelled by the top-left tile"),
 )}
 
 ENTRIES: dict[str, Entry] = {e.name: e for e in (
@@ -77,6 +90,10 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in (
     Entry("resnet14-cifar10", "resnet", "ResNet-14", RUNS["resnet14-cifar10"], 50, used_by="04"),
     *(Entry(f"mpp-vit-nano4-cifar10-e{e}", "mpp", "ViT-Nano/4", RUNS["mpp-vit-nano4-cifar10"], e, used_by="09")
       for e in RUNS["mpp-vit-nano4-cifar10"].keep),
+    Entry("vit-nano16-imagenette64", "vit", "ViT-Nano/16", RUNS["vit-nano16-imagenette64"], 100,
+          {"image_size": 64}, used_by="07"),
+    Entry("vit-nano16-mosaic64", "vit", "ViT-Nano/16", RUNS["vit-nano16-mosaic64"], 60, {"image_size": 64},
+          used_by="07, 08"),
 )}
 
 

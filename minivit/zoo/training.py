@@ -46,16 +46,18 @@ def build(entry: Entry) -> nn.Module:
 
 
 def _data(run: Run, split: str):
-    """The run's images of `split`, at the run's resolution."""
-    from ..data import load_dataset
+    """The run's images of `split`, at the run's resolution (mosaics for a mosaic run)."""
+    from ..data import load_dataset, make_mosaics
     data = load_dataset(run.dataset, split)
+    if run.train_images == "mosaics":  # as notebook 07 makes them: training mosaics seed 0, test mosaics seed 1
+        return make_mosaics(data, run.image_size, seed=0 if split == "train" else 1)
     return data if data.images.shape[-1] == run.image_size else data.resized(run.image_size)
 
 
 def training_images(run: Run):
     """The images a run trains on: the whole training split, or notebook 09's 10,000 unlabelled ones."""
     train = _data(run, "train")
-    if run.train_images == "all":
+    if run.train_images in ("all", "mosaics"):
         return train
     if run.train_images == "mpp-09":  # as 09 draws them: the first 10,000 of a permutation seeded 1
         order = torch.randperm(len(train), generator=torch.Generator().manual_seed(1))
