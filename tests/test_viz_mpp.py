@@ -82,3 +82,10 @@ def test_color_predictions_mark_each_kind_of_corruption():
             [matplotlib.colors.to_rgb("tab:orange"), matplotlib.colors.to_rgb("tab:blue")])
     with pytest.raises(ValueError, match="corrupted exactly where the mask is set"):
         plot_color_predictions(images, true, pred, torch.zeros(1, 2, 2, dtype=torch.bool), kind=kind)
+
+
+def test_pretext_curves_show_a_negative_gain_below_zero():
+    fig = plot_pretext_curves({"gain (points)": ({"fine-tuned": ([5, 10, 40], [-1.0, 0.5, 2.0], [0.4, 0.4, 0.4])},
+                                                 {"no gain": 0.0})}, xlabel="epochs of MPP pre-training")
+    low, high = fig.axes[0].get_ylim()
+    assert low <= -1.4 and high >= 2.4  # every error bar inside the axes, the negative one too

@@ -174,3 +174,17 @@ def test_an_interrupted_run_resumes_to_the_same_weights(tiny_zoo, capsys, monkey
     assert zoo_cli.main(["train", "tiny-e2", "--resume", str(tmp / "resumed"), "--no-progress", "--device", "cpu"]) == 0
     resumed = {r: json.loads((tmp / "resumed" / f"{r}.json").read_text()) for r in ("tiny-e1", "tiny-e2")}
     assert [resumed[r]["sha256"] for r in ("tiny-e1", "tiny-e2")] == [r["sha256"] for r in straight]
+
+
+def test_the_wheel_carries_the_committed_models(tmp_path):
+    # an installed (not editable) minivit must find its zoo offline: the weights and records are package data
+    pytest.importorskip("setuptools")
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+                        "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    import zipfile
+    (wheel,) = tmp_path.glob("minivit-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "minivit/zoo/records.json" in names
+    for rec in zoo.records().values():
+        assert f"minivit/zoo/weights/{rec['file']}" in names

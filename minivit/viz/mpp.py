@@ -15,7 +15,9 @@ def plot_pretext_curves(panels: dict, xlabel: str = "epoch of pre-training", tit
     equal length, e.g. the pretext loss on held-out images after every epoch (epoch 0: before pre-training),
     or a few-shot probe's mean accuracy and its standard error; drawn as lines with dots (and error bars).
     `baselines`: {label: value}, e.g. {"ln 512 (uniform guess)": 6.24}, drawn as dashed horizontal lines
-    labelled at the right edge. Each axes has one y scale for its curves and baselines, starting at 0. Used in 09.
+    labelled at the right edge. Each axes has one y scale for its curves and baselines, from 0 (or below, when a
+    curve goes negative, e.g. a gain) up. Used in 09, also with `xlabel="epochs of MPP pre-training"` for the
+    dose-response over the zoo's checkpoints.
     """
     from matplotlib.ticker import MaxNLocator
     if not panels:
@@ -25,6 +27,7 @@ def plot_pretext_curves(panels: dict, xlabel: str = "epoch of pre-training", tit
         if not curves:
             raise ValueError(f"panel {ylabel!r}: expected at least one curve: {{label: (x, y)}}")
         top = max([float(v) for v in baselines.values()] + [0.0])
+        bottom = min([float(v) for v in baselines.values()] + [0.0])
         for k, (label, xy) in enumerate(curves.items()):
             if len(xy) not in (2, 3) or any(len(v) != len(xy[0]) for v in xy) or len(xy[0]) == 0:
                 raise ValueError(f"curve {label!r}: expected (x, y) or (x, y, yerr), non-empty sequences of equal length")
@@ -34,13 +37,14 @@ def plot_pretext_curves(panels: dict, xlabel: str = "epoch of pre-training", tit
             if err is not None:
                 ax.errorbar(x, y, yerr=err, fmt="none", ecolor=f"C{k}", capsize=3)
             top = max(top, float((y + (err if err is not None else 0)).max()))
+            bottom = min(bottom, float((y - (err if err is not None else 0)).min()))
         for k, (label, value) in enumerate(baselines.items()):
             value = float(value)
             ax.axhline(value, ls="--", lw=1, color=("k", "tab:gray", "tab:brown", "tab:olive")[k % 4])
             ax.annotate(f"{label}: {value:.2f}" if abs(value) >= 1 else f"{label}: {value:.3f}", (1.0, value),
                         xycoords=("axes fraction", "data"), xytext=(-4, 3), textcoords="offset points", ha="right",
                         va="bottom", fontsize=8)
-        ax.set_ylim(0, 1.1 * top)
+        ax.set_ylim(1.1 * bottom, 1.1 * top)
         ax.set(xlabel=xlabel, ylabel=ylabel)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
