@@ -13,16 +13,22 @@ The shared machinery, for checks of your own: `_run` runs (label, thunk) cases a
 `_call(fn, *args)` calls the answer on copies of its tensor arguments (an answer that changes its input in
 place cannot spoil the expected value or a later case); `_compare` compares a tensor answer with the expected
 one and, when the values are right but in another order, says so; `_as_int` accepts a float with an exact
-integer value (e.g. `H / P * W / P`) where an int is expected.
+integer value (e.g. `H / P * W / P`) where an int is expected; `with _without(fn, paths, hint): fn(...)` runs
+the answer with the package's (or PyTorch's, SciPy's) own solution out of reach, so that an answer which only
+calls it is refused ("solve it without ...") instead of passed.
 
 Introduced in 00_start_here.ipynb; each check names the notebook whose exercise it checks.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 import numbers
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import ModuleType
 
 import torch
 
@@ -58,6 +64,8 @@ def _run(name: str, cases, verbose: bool) -> CheckResult:
     for label, thunk in cases:
         try:
             problem = thunk()
+        except _Shortcut as e:  # the answer called a function its check put out of reach
+            problem = str(e)
         except Exception as e:  # the student's code raised: report it, do not raise
             problem = f"raised {type(e).__name__}: {e}"
         if problem is None:
@@ -117,6 +125,69 @@ def _compare(got, expected: torch.Tensor, atol: float = 1e-5, what: str = "outpu
             message += "; the values are all there, in another order" + (f": {order_hint}" if order_hint else "")
         return message
     return None
+
+
+class _Shortcut(Exception):
+    """Raised when an answer calls a function that its check has put out of reach (see `_without`)."""
+
+
+@contextmanager
+def _without(fn, paths, hint: str):
+    """Within the block, the functions at `paths` ("module.name", e.g. "minivit.optim.param_groups") raise
+    `_Shortcut("solve it without <path>: <hint>")`, which `_run` reports as a failed case: an exercise whose
+    answer is one call to the package's own solution is not solved.
+
+    They are replaced wherever the answer `fn` can reach them: in every loaded module that holds them (the
+    package's re-exports and every `from ... import name` included), in `fn`'s globals (a notebook's namespace)
+    and in its closure. An `fn` that *is* one of them (`my_answer = param_groups`) is refused at once: no
+    replacement reaches a name bound before the call. Everything is put back on the way out, on an error too.
+    Put only the answer's call in the block: a check's expected values may come from these very functions.
+    A path that does not exist here (a name an older PyTorch lacks, a module not installed) is skipped."""
+    banned = {}  # id(function) -> (function, path)
+    for path in paths:
+        module, _, name = path.rpartition(".")
+        try:
+            function = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            continue
+        banned[id(function)] = (function, path)
+
+    def path_of(value) -> str | None:
+        function, path = banned.get(id(value), (None, None))
+        return path if function is value else None
+
+    def refuse_as(path: str):
+        def refuse(*args, **kwargs):
+            raise _Shortcut(f"solve it without {path}: {hint}")
+        return refuse
+
+    if path_of(fn):
+        raise _Shortcut(f"solve it without {path_of(fn)}: {hint}")
+    # object.__getattribute__, not vars(): reading a lazily loaded module's __dict__ would load it
+    namespaces = [object.__getattribute__(m, "__dict__") for m in list(sys.modules.values())
+                  if isinstance(m, ModuleType)]
+    namespaces.append(getattr(fn, "__globals__", {}))
+    undo = []  # calls that put each original back
+    try:
+        for namespace in namespaces:
+            if banned.keys().isdisjoint(map(id, namespace.values())):  # the common case, without a Python loop
+                continue
+            for key, value in list(namespace.items()):
+                if path_of(value):
+                    undo.append(lambda ns=namespace, k=key, v=value: ns.__setitem__(k, v))
+                    namespace[key] = refuse_as(path_of(value))
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # a cell not yet filled
+                continue
+            if path_of(value):
+                undo.append(lambda c=cell, v=value: setattr(c, "cell_contents", v))
+                cell.cell_contents = refuse_as(path_of(value))
+        yield
+    finally:
+        for put_back in reversed(undo):
+            put_back()
 
 
 def _images(b: int, c: int, h: int, w: int, seed: int) -> torch.Tensor:
@@ -359,7 +430,8 @@ def check_linear_lr_schedule(fn, verbose: bool = True) -> CheckResult:
 def check_param_groups(fn, verbose: bool = True) -> CheckResult:
     """04_training_a_vit, exercise 3: `fn(model, weight_decay) -> [decayed group, not-decayed group]`, each a dict
     {"params": [...], "weight_decay": ...}: decay on weight matrices and conv filters only -- none on norms,
-    biases, the [class] token or the position embeddings -- as `minivit.optim.param_groups`."""
+    biases, the [class] token or the position embeddings -- as `minivit.optim.param_groups`, which the answer
+    may not call."""
     from .cnn import CifarResNet
     from .config import get_preset
     from .optim import param_groups
@@ -370,7 +442,9 @@ def check_param_groups(fn, verbose: bool = True) -> CheckResult:
             with torch.device("meta"):  # shapes and names only: no memory, no draw from the global RNG
                 model = build()
             names = {id(p): n for n, p in model.named_parameters()}
-            got = fn(model, 0.3)
+            with _without(fn, ["minivit.optim.param_groups"],
+                          "sort model.named_parameters() into the two groups yourself"):
+                got = fn(model, 0.3)
             if not isinstance(got, (list, tuple)) or len(got) != 2 or not all(isinstance(g, dict) for g in got):
                 return f"returned {type(got).__name__}, expected a list of two dicts (decayed, not decayed)"
             if [g.get("weight_decay") for g in got] != [0.3, 0.0]:
@@ -394,7 +468,8 @@ def check_param_groups(fn, verbose: bool = True) -> CheckResult:
 def check_clip_grad_norm(fn, verbose: bool = True) -> CheckResult:
     """04_training_a_vit, exercise 4: `fn(grads, max_norm) -> (clipped grads, total_norm)`: the global norm of all
     the gradients together (a list of tensors), and the gradients scaled by min(1, max_norm / total_norm) so that
-    their global norm is at most `max_norm` -- what `torch.nn.utils.clip_grad_norm_` does in `fit`."""
+    their global norm is at most `max_norm` -- what `torch.nn.utils.clip_grad_norm_` does in `fit`; the answer
+    may not call it (nor its parts `get_total_norm` and `clip_grads_with_norm_`)."""
     def case(shapes, scale, seed):
         g = torch.Generator().manual_seed(seed)
         grads = [scale * torch.randn(*s, generator=g) for s in shapes]
@@ -404,7 +479,10 @@ def check_clip_grad_norm(fn, verbose: bool = True) -> CheckResult:
             for p, t in zip(params, grads):
                 p.grad = t.clone()
             total = float(torch.nn.utils.clip_grad_norm_(params, 1.0))
-            got = fn([t.clone() for t in grads], 1.0)
+            with _without(fn, ["torch.nn.utils.clip_grad_norm_", "torch.nn.utils.get_total_norm",
+                               "torch.nn.utils.clip_grads_with_norm_"],
+                          "compute the global norm of all the gradients together, then scale them yourself"):
+                got = fn([t.clone() for t in grads], 1.0)
             if not isinstance(got, (tuple, list)) or len(got) != 2 or not isinstance(got[0], (list, tuple)):
                 return f"returned {type(got).__name__}, expected a pair (list of clipped gradients, total norm)"
             clipped, norm = got
@@ -443,28 +521,44 @@ def _vit_configs():
             ("a non-square image, 32x64", get_preset("ViT-Nano/4", image_size=(32, 64)))]
 
 
+_FLOP_COUNTERS = ["minivit.flops.count_flops", "minivit.flops.flop_breakdown",
+                  "torch.utils.flop_counter.FlopCounterMode"]  # what counts FLOPs by running the model
+
+
 def check_forward_flops(fn, verbose: bool = True) -> CheckResult:
     """05_scaling: `fn(config) -> int`, the FLOPs (2 per multiply-add, matrix products and the patch
     convolution only) of one image's forward pass through `minivit.ViT(config)`, from the config's numbers
     alone -- compared with `minivit.flops.forward_flops`, the formula 05 derives (equal to what `count_flops`
-    counts, tests/test_flops.py)."""
+    counts, tests/test_flops.py), which the answer may not call, nor a counter."""
     from .flops import forward_flops
-    return _run("forward FLOPs", [(label, lambda c=c: _int_answer(fn(c), forward_flops(c)))
-                                  for label, c in _vit_configs()], verbose)
+
+    def case(config):
+        def run():
+            want = forward_flops(config)
+            with _without(fn, _FLOP_COUNTERS + ["minivit.flops.forward_flops"],
+                          "count the products from the config's numbers yourself"):
+                got = fn(config)
+            return _int_answer(got, want)
+        return run
+    return _run("forward FLOPs", [(label, case(c)) for label, c in _vit_configs()], verbose)
 
 
 def check_training_flops(fn, verbose: bool = True) -> CheckResult:
     """05_scaling, exercise 1: `fn(config) -> int`, the FLOPs of one training step on one image -- the forward
     pass and the backward pass -- through `minivit.ViT(config)`, from the config's numbers alone, compared with
-    `count_flops(..., backward=True)` on the meta device."""
+    `count_flops(..., backward=True)` on the meta device, which the answer may not call, nor another counter
+    (`forward_flops` is allowed)."""
     from .flops import count_flops, forward_flops
     from .vit import ViT
 
     def case(config):
         def run():
+            with _without(fn, _FLOP_COUNTERS, "add the backward pass's products to the forward pass "
+                                              "(forward_flops, or your formula), from the config's numbers"):
+                got = fn(config)  # before the count: a refused answer costs none
             with torch.device("meta"):
                 counted = count_flops(ViT(config), (1, config.in_channels, *config.image_hw), backward=True)
-            got, fwd = fn(config), forward_flops(config)
+            fwd = forward_flops(config)
             hint = (" -- that is the forward pass alone" if got == fwd else
                     " -- 3x the forward pass; which input needs no gradient?" if got == 3 * fwd else "")
             return _int_answer(got, counted, hint)
@@ -520,14 +614,19 @@ def check_hybrid_tokens(fn, verbose: bool = True) -> CheckResult:
 def check_hybrid_grid(fn, verbose: bool = True) -> CheckResult:
     """06_hybrid, exercise 1: `fn(height, width) -> (h, w)`, the token grid of the paper's hybrid option (ii)
     (`minivit.resnet50_s16_backbone`) for an image of any size, worked out from its layers' kernels, strides and
-    paddings -- compared with `minivit.hybrid.feature_shape`, which runs the backbone on the meta device."""
+    paddings -- compared with `minivit.hybrid.feature_shape`, which runs the backbone on the meta device. The
+    answer may not run it: neither `feature_shape` nor a convolution (`torch.nn.functional.conv2d`) works in it."""
     from .hybrid import feature_shape, resnet50_s16_backbone
     with torch.device("meta"):
         backbone = resnet50_s16_backbone()
 
     def case(h, w):
         def run():
-            got, want = fn(h, w), tuple(feature_shape(backbone, 3, (h, w))[1:])
+            with _without(fn, ["minivit.hybrid.feature_shape", "torch.nn.functional.conv2d"],
+                          "work the grid out from the layers' kernels k, strides s and paddings p (each turns n "
+                          "pixels into floor((n + 2p - k) / s) + 1), without running the backbone"):
+                got = fn(h, w)  # before the backbone's run: a refused answer costs none
+            want = tuple(feature_shape(backbone, 3, (h, w))[1:])
             if not isinstance(got, (tuple, list)) or len(got) != 2:
                 return f"returned {type(got).__name__}, expected a pair (h, w)"
             return None if tuple(got) == want else f"got {tuple(got)}, the backbone makes {want}"
@@ -612,11 +711,17 @@ def check_linear_weights(fn, verbose: bool = True) -> CheckResult:
     the weights of linear interpolation from n_old to n_new entries along one axis: with `align_corners=False`
     (minivit, timm) new entry i sits at old coordinate (i + 1/2) n_old / n_new - 1/2, with `True` (the authors'
     `scipy.ndimage.zoom(..., order=1)`) at i (n_old - 1) / (n_new - 1); a coordinate beyond the first or last
-    old entry takes that entry (clamped); otherwise the two old entries around it share the weight linearly."""
+    old entry takes that entry (clamped); otherwise the two old entries around it share the weight linearly.
+    The answer may not read the weights off a resizing function: `F.interpolate`, `minivit.resize_pos_embed` and
+    `scipy.ndimage.zoom` do not work in it."""
     def case(n_old, n_new, corners):
         def run():
-            got = fn(n_old, n_new, align_corners=corners)
             want = _linear_weights(n_old, n_new, corners)
+            with _without(fn, ["torch.nn.functional.interpolate", "minivit.embeddings.resize_pos_embed",
+                               "scipy.ndimage.zoom"],
+                          "find where new entry i reads in the old grid, clamp it, and split its weight between "
+                          "the two old entries around it"):
+                got = fn(n_old, n_new, align_corners=corners)
             problem = _compare(got, want, atol=1e-6, what="weights")
             if problem and "wrong values" in problem and isinstance(got, torch.Tensor):
                 sums = got.double().sum(-1)
@@ -680,14 +785,22 @@ def check_mean_attention_distance(fn, verbose: bool = True) -> CheckResult:
     """08_inspecting_vit: `fn(maps (B, L, heads, T, T), grid_size (h, w), patch_size) -> (L, heads)`: per layer
     and head, the attention-weighted mean distance in pixels between the centres of each query patch and the
     key patches, the [class] token (index 0) dropped and each row renormalised to sum 1 over the patches,
-    averaged over query patches and images -- as `minivit.inspection.mean_attention_distance`."""
+    averaged over query patches and images -- as `minivit.inspection.mean_attention_distance`, which the answer
+    may not call."""
     from .inspection import mean_attention_distance
 
     def case(b, layers, heads, grid, patch_size, seed, maps=None):
         t = 1 + grid[0] * grid[1]
         maps = _softmax_maps(b, layers, heads, t, seed) if maps is None else maps
         expected = mean_attention_distance(maps, grid, patch_size)
-        return lambda: _compare(fn(maps.clone(), grid, patch_size), expected, atol=1e-3, what="distances")
+
+        def run():
+            with _without(fn, ["minivit.inspection.mean_attention_distance"],
+                          "drop the [class] token, renormalise each row over the patches and weight the distances "
+                          "between patch centres yourself"):
+                got = fn(maps.clone(), grid, patch_size)
+            return _compare(got, expected, atol=1e-3, what="distances")
+        return run
 
     t = 1 + 3 * 3
     to_class = torch.zeros(1, 1, 1, t, t)
@@ -718,15 +831,19 @@ def _off_edge_images(b: int, h: int, w: int, p: int, seed: int) -> torch.Tensor:
 def check_color_codes(fn, verbose: bool = True) -> CheckResult:
     """09_masked_patch_prediction: `fn(images uint8 (B, 3, H, W), patch_size) -> (B, N)` integer colour classes:
     per patch (row by row, as `patchify`) the mean of each channel m in [0, 255], its 3-bit level
-    min(7, floor(8 m / 255)), and the class 64 r + 8 g + b -- what `minivit.mpp.patch_color_codes` computes."""
+    min(7, floor(8 m / 255)), and the class 64 r + 8 g + b -- what `minivit.mpp.patch_color_codes` computes;
+    the answer may not call it."""
     from .mpp import patch_color_codes
 
     def case(images, p):
         def run():
-            got = fn(images.clone(), p)
+            want = patch_color_codes(images, p)
+            with _without(fn, ["minivit.mpp.patch_color_codes"],
+                          "average each patch's channels, take their 3-bit levels and combine them yourself"):
+                got = fn(images.clone(), p)
             if isinstance(got, torch.Tensor) and got.is_floating_point():
                 return f"returned a {got.dtype} tensor, expected integer colour classes (e.g. torch.long)"
-            return _compare(got, patch_color_codes(images, p), atol=0, what="colour classes")
+            return _compare(got, want, atol=0, what="colour classes")
         return run
     pure = torch.tensor([[0, 0, 0], [255, 255, 255], [255, 0, 0], [0, 0, 255], [100, 150, 200]], dtype=torch.uint8)
     constant = pure.view(5, 3, 1, 1).expand(5, 3, 4, 4).contiguous()  # one colour per image, 2 x 2 patches

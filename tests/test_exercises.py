@@ -1,15 +1,38 @@
 """The exercise checks: the reference solution passes, typical wrong answers fail with a useful message,
-and nothing a student writes makes a check raise."""
+nothing a student writes makes a check raise, and an answer that only calls the package's own solution is
+refused."""
 
 import math
+import sys
+from types import FunctionType, ModuleType
 
+import pytest
 import torch
 import torch.nn.functional as F
 from einops import rearrange
 
+import minivit
 from minivit import attention_with_weights, patchify, resize_pos_embed
-from minivit.exercises import (CheckResult, check_attention, check_head_parameters, check_patchify,
-                               check_resize_pos_embed)
+from minivit.exercises import (CheckResult, _Shortcut, _without, check_attention, check_head_parameters,
+                               check_patchify, check_resize_pos_embed)
+
+
+def _stand_ins_left(fn=None) -> list[str]:
+    """Where a `_without` stand-in is still bound: in a loaded module, or in `fn`'s closure."""
+    def stand_in(value):
+        return type(value) is FunctionType and value.__qualname__.startswith("_without.")
+    left = [f"{m.__name__}.{k}" for m in list(sys.modules.values()) if isinstance(m, ModuleType)
+            for k, v in list(vars(m).items()) if stand_in(v)]
+    return left + [f"closure of {fn!r}" for c in getattr(fn, "__closure__", None) or () if stand_in(c.cell_contents)]
+
+
+def _refused(check, fn, avoid: str) -> CheckResult:
+    """`check(fn)` for an answer that calls `avoid` (or is it): every case fails with "solve it without <avoid>:"
+    and a hint, and afterwards every function is the original again."""
+    r = check(fn, verbose=False)
+    assert r.passed == 0 and all(f"solve it without {avoid}: " in f for f in r.failures), r.failures
+    assert not _stand_ins_left(fn)
+    return r
 
 
 def test_reference_solutions_pass(capsys):
@@ -107,10 +130,21 @@ def test_linear_lr_schedule_check():
     assert "expected a number" in check_linear_lr_schedule(lambda s, t, w: None, verbose=False).failures[0]
 
 
+def _param_groups_by_hand(model, wd):  # a student's answer: no decay on vectors, the [class] token and positions
+    groups = ([], [])
+    for name, p in model.named_parameters():
+        groups[p.ndim <= 1 or name.split(".")[-1] in ("cls_token", "pos_embed")].append(p)
+    return [{"params": groups[0], "weight_decay": wd}, {"params": groups[1], "weight_decay": 0.0}]
+
+
 def test_param_groups_check():
     from minivit.exercises import check_param_groups
     from minivit.optim import param_groups
-    assert check_param_groups(param_groups, verbose=False)
+    assert check_param_groups(_param_groups_by_hand, verbose=False)
+    r = _refused(check_param_groups, param_groups, "minivit.optim.param_groups")  # my_param_groups = param_groups
+    assert "named_parameters()" in r.failures[0]
+    _refused(check_param_groups, lambda m, wd: param_groups(m, wd), "minivit.optim.param_groups")  # in a closure
+    _refused(check_param_groups, lambda m, wd: minivit.optim.param_groups(m, wd), "minivit.optim.param_groups")
 
     def decay_everything_but_biases(model, wd):
         groups = ([], [])
@@ -119,7 +153,7 @@ def test_param_groups_check():
         return [{"params": groups[0], "weight_decay": wd}, {"params": groups[1], "weight_decay": 0.0}]
     r = check_param_groups(decay_everything_but_biases, verbose=False)
     assert not r and "holds 11 tensors it should not" in r.failures[0] and "norm1.weight" in r.failures[0]
-    r = check_param_groups(lambda m, wd: param_groups(m, 0.05), verbose=False)
+    r = check_param_groups(lambda m, wd: _param_groups_by_hand(m, 0.05), verbose=False)
     assert r.passed == 0 and "expected [0.3, 0.0]" in r.failures[0]
     assert "expected a list of two dicts" in check_param_groups(lambda m, wd: None, verbose=False).failures[0]
 
@@ -143,6 +177,20 @@ def test_clip_grad_norm_check():
     r = check_clip_grad_norm(always_scale, verbose=False)
     assert r.passed == 2 and "unchanged" in r.failures[0]
     assert "expected a pair" in check_clip_grad_norm(lambda g, m: None, verbose=False).failures[0]
+
+    def torch_clip(grads, max_norm):  # the grads wrapped as parameters: PyTorch's clipping, not the exercise
+        params = [torch.nn.Parameter(torch.zeros_like(g)) for g in grads]
+        for p, g in zip(params, grads):
+            p.grad = g
+        return [p.grad for p in params], torch.nn.utils.clip_grad_norm_(params, max_norm)
+
+    def torch_parts(grads, max_norm):
+        return [g * min(1.0, max_norm / torch.nn.utils.get_total_norm(grads).item()) for g in grads], 0.0
+    original = torch.nn.utils.clip_grad_norm_
+    r = _refused(check_clip_grad_norm, torch_clip, "torch.nn.utils.clip_grad_norm_")
+    assert "compute the global norm" in r.failures[0]
+    _refused(check_clip_grad_norm, torch_parts, "torch.nn.utils.get_total_norm")
+    assert torch.nn.utils.clip_grad_norm_ is original is torch.nn.utils.clip_grad.clip_grad_norm_
 
 
 def test_hybrid_tokens_check():
@@ -212,8 +260,12 @@ def _distance_by_hand(maps, grid, patch_size, renormalize=True, drop_class=True,
 def test_mean_attention_distance_check():
     from minivit.exercises import check_mean_attention_distance
     from minivit.inspection import mean_attention_distance
-    assert check_mean_attention_distance(mean_attention_distance, verbose=False)
     assert check_mean_attention_distance(_distance_by_hand, verbose=False)  # corners or centres: same distances
+    r = _refused(check_mean_attention_distance, mean_attention_distance, "minivit.inspection.mean_attention_distance")
+    assert "renormalise each row" in r.failures[0]  # my_distance = mean_attention_distance
+    _refused(check_mean_attention_distance, lambda m, g, p: minivit.mean_attention_distance(m, g, p),
+             "minivit.inspection.mean_attention_distance")  # the package's re-export
+    assert minivit.mean_attention_distance is mean_attention_distance is minivit.inspection.mean_attention_distance
     r = check_mean_attention_distance(lambda m, g, p: _distance_by_hand(m, g, p, renormalize=False), verbose=False)
     assert not r and "wrong values" in r.failures[0]
     r = check_mean_attention_distance(lambda m, g, p: _distance_by_hand(m, g, p, drop_class=False), verbose=False)
@@ -240,7 +292,7 @@ def test_color_codes_check():
         return 64 * levels[..., 0] + 8 * levels[..., 1] + levels[..., 2]
 
     def bgr(images, p):  # blue read as the most significant level
-        codes = patch_color_codes(images, p)
+        codes = by_hand(images, p)
         return (codes % 8) * 64 + (codes // 8 % 8) * 8 + codes // 64
 
     def no_clamp(images, p):  # white (m = 1) gives level 8: class 584, out of range
@@ -253,8 +305,11 @@ def test_color_codes_check():
         levels = (means * 7).round().long()
         return 64 * levels[..., 0] + 8 * levels[..., 1] + levels[..., 2]
 
-    assert check_color_codes(patch_color_codes, verbose=False)
     assert check_color_codes(by_hand, verbose=False)
+    r = _refused(check_color_codes, patch_color_codes, "minivit.mpp.patch_color_codes")  # my_color_codes = ...
+    assert "3-bit levels" in r.failures[0]
+    _refused(check_color_codes, lambda x, p: patch_color_codes(x, p), "minivit.mpp.patch_color_codes")
+    assert minivit.patch_color_codes is patch_color_codes is minivit.mpp.patch_color_codes
     r = check_color_codes(bgr, verbose=False)
     assert not r and "wrong values" in r.failures[0]
     r = check_color_codes(no_clamp, verbose=False)
@@ -320,6 +375,26 @@ def test_linear_weights_check():
     unnormalised = check_linear_weights(lambda o, n, align_corners=False: 2 * by_coordinates(o, n, align_corners),
                                         verbose=False)
     assert unnormalised.passed == 0 and all("sum to 1" in f for f in unnormalised.failures)
+    # the weights read off a resizing function: PyTorch's, minivit's, the authors' SciPy
+    import scipy.ndimage
+
+    def read_off_interpolate(n_old, n_new, align_corners=False):  # the reviews' one-liner
+        return F.interpolate(torch.eye(n_old)[None], size=n_new, mode="linear", align_corners=align_corners)[0].T
+
+    def read_off_resize_pos_embed(n_old, n_new, align_corners=False):  # an identity embedding on an n_old x 1 grid
+        pe = torch.cat([torch.zeros(1, n_old), torch.eye(n_old)])[None]
+        return resize_pos_embed(pe, (n_old, 1), (n_new, 1), mode="bilinear", antialias=False,
+                                align_corners=align_corners)[0, 1:]
+
+    def read_off_zoom(n_old, n_new, align_corners=False):
+        return torch.from_numpy(scipy.ndimage.zoom(torch.eye(n_old).numpy(), (n_new / n_old, 1), order=1,
+                                                   mode="nearest", grid_mode=not align_corners))
+    originals = F.interpolate, minivit.resize_pos_embed, scipy.ndimage.zoom
+    r = _refused(check_linear_weights, read_off_interpolate, "torch.nn.functional.interpolate")
+    assert "split its weight between the two old entries" in r.failures[0]
+    _refused(check_linear_weights, read_off_resize_pos_embed, "minivit.embeddings.resize_pos_embed")
+    _refused(check_linear_weights, read_off_zoom, "scipy.ndimage.zoom")
+    assert (F.interpolate, minivit.resize_pos_embed, scipy.ndimage.zoom) == originals
     # the weights are those of minivit.resize_pos_embed, one axis at a time
     pe = torch.randn(1, 1 + 4 * 6, 3, dtype=torch.float64)
     for corners in (False, True):
@@ -416,3 +491,36 @@ def test_multi_head_attention_check():
             self.to_qkv, self.out = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
     assert "name the layers qkv and proj" in check_multi_head_attention(WrongNames, verbose=False).failures[0]
     assert "returned NoneType" in check_multi_head_attention(lambda *a: None, verbose=False).failures[0]
+
+
+def test_without_reaches_every_name_and_puts_everything_back():
+    """The reviews' shortcuts (round 3, 04-06 N4 and 07-09 N3): a function imported by name into a notebook's
+    namespace is refused too, the checks' own expected values still work, and an error puts everything back."""
+    from minivit.exercises import check_mean_attention_distance
+    from minivit.inspection import mean_attention_distance
+    notebook = {}  # a notebook's namespace: its imports are bound before the answer is written
+    exec("from minivit.inspection import mean_attention_distance\n"
+         "import minivit.inspection as inspection\n"
+         "def my_distance(maps, grid_size, patch_size):\n"
+         "    return mean_attention_distance(maps, grid_size, patch_size)\n"
+         "def via_module(maps, grid_size, patch_size):\n"
+         "    return inspection.mean_attention_distance(maps, grid_size, patch_size)\n", notebook)
+    for name in ("my_distance", "via_module"):
+        _refused(check_mean_attention_distance, notebook[name], "minivit.inspection.mean_attention_distance")
+    assert notebook["mean_attention_distance"] is mean_attention_distance
+
+    with pytest.raises(ZeroDivisionError):  # an error inside the block: the originals come back
+        with _without(notebook["my_distance"], ["minivit.inspection.mean_attention_distance"], "by hand"):
+            assert notebook["mean_attention_distance"] is not mean_attention_distance
+            assert minivit.mean_attention_distance is not mean_attention_distance  # the re-export too
+            with pytest.raises(_Shortcut, match="solve it without minivit.inspection.mean_attention_distance: by hand"):
+                minivit.inspection.mean_attention_distance(None, (1, 1), 1)
+            1 / 0
+    assert notebook["mean_attention_distance"] is mean_attention_distance is minivit.mean_attention_distance
+    assert not _stand_ins_left()
+
+    with pytest.raises(_Shortcut):  # the answer *is* the package's function: refused before it runs
+        with _without(mean_attention_distance, ["minivit.inspection.mean_attention_distance"], "by hand"):
+            pass
+    with _without(len, ["no_such_module.f", "minivit.inspection.no_such_name"], "by hand"):  # skipped, not raised
+        pass

@@ -1,15 +1,21 @@
 """The exercise checks of 05_scaling and 06_hybrid: a right answer passes, typical wrong ones fail with a hint,
-and the notebook's demonstration cell pasted in does not solve the exercise."""
+the notebook's demonstration cell pasted in does not solve the exercise, and neither does a call to the
+package's counter or a run of the backbone."""
 
 import math
 from collections import OrderedDict
 
 import torch
 from torch import nn
+from torch.nn.modules.utils import _pair
 
+import minivit
+from minivit import ViT, resnet50_s16_backbone
 from minivit.exercises import (check_forward_flops, check_hybrid_grid, check_resnet50_compute,
                                check_short_stem_share, check_training_flops)
 from minivit.flops import count_flops, forward_flops
+from minivit.hybrid import feature_shape
+from tests.test_exercises import _refused
 
 
 def _training_flops(c):  # a student's answer: the backward pass is two products per forward product,
@@ -17,10 +23,25 @@ def _training_flops(c):  # a student's answer: the backward pass is two products
     return 3 * forward_flops(c) - embed
 
 
+def _forward_flops_by_hand(c):  # a student's formula: 2 FLOPs per multiply-add of every matrix product
+    t = c.num_patches + 1
+    per_layer = t * (3 * c.dim**2 + c.dim**2 + 2 * c.dim * c.mlp_dim) + 2 * t * t * c.dim  # qkv, proj, MLP; QK^T, AV
+    head = c.dim * c.num_classes + (c.dim**2 if c.head == "mlp" else 0)
+    return 2 * (c.num_patches * c.patch_size**2 * c.in_channels * c.dim + c.depth * per_layer + head)
+
+
+def _counted(c, backward=False):  # the reviews' one-liner: the package's counter on the meta device
+    with torch.device("meta"):
+        return count_flops(ViT(c), (1, c.in_channels, *c.image_hw), backward=backward)
+
+
 def test_forward_flops_check_uses_the_formula():
-    assert check_forward_flops(forward_flops, verbose=False)
-    r = check_forward_flops(lambda c: forward_flops(c) // 2, verbose=False)  # multiply-adds
+    assert check_forward_flops(_forward_flops_by_hand, verbose=False)
+    r = check_forward_flops(lambda c: _forward_flops_by_hand(c) // 2, verbose=False)  # multiply-adds
     assert r.passed == 0 and "-50.00%" in r.failures[0]
+    r = _refused(check_forward_flops, forward_flops, "minivit.flops.forward_flops")  # the answer itself
+    assert "from the config's numbers" in r.failures[0]
+    _refused(check_forward_flops, _counted, "minivit.flops.count_flops")
 
 
 def test_training_flops_check_and_its_hints():
@@ -30,6 +51,16 @@ def test_training_flops_check_and_its_hints():
     r = check_training_flops(lambda c: 3 * forward_flops(c), verbose=False)
     assert r.passed == 0 and "which input needs no gradient" in r.failures[0]
     assert "expected an int" in check_training_flops(lambda c: None, verbose=False).failures[0]
+    r = _refused(check_training_flops, lambda c: _counted(c, backward=True), "minivit.flops.count_flops")
+    assert "backward pass's products" in r.failures[0]
+
+    def flop_counter_mode(c):  # torch's counter, without the package's wrapper
+        from torch.utils.flop_counter import FlopCounterMode
+        with torch.device("meta"), FlopCounterMode(display=False) as counter:
+            ViT(c)(torch.zeros(1, c.in_channels, *c.image_hw)).sum().backward()
+        return counter.get_total_flops()
+    _refused(check_training_flops, flop_counter_mode, "torch.utils.flop_counter.FlopCounterMode")
+    assert minivit.count_flops is count_flops is minivit.flops.count_flops
 
 
 def test_resnet50_compute_check():
@@ -54,6 +85,28 @@ def test_hybrid_grid_check():
     r = check_hybrid_grid(lambda h, w: (math.ceil(w / 16), math.ceil(h / 16)), verbose=False)  # swapped
     assert r.passed == 3 and "300 x 200" in r.failures[0]  # only the non-square case tells
     assert "expected a pair" in check_hybrid_grid(lambda h, w: None, verbose=False).failures[0]
+
+    def from_the_layers(h, w):  # built and printed, not run: each strided layer of the main path, in order
+        with torch.device("meta"):
+            backbone = resnet50_s16_backbone()
+        for name, m in backbone.named_modules():
+            if isinstance(m, (nn.Conv2d, nn.MaxPool2d)) and "downsample" not in name:
+                (k, _), (s, _), (p, _) = _pair(m.kernel_size), _pair(m.stride), _pair(m.padding)
+                h, w = ((n + 2 * p - k) // s + 1 for n in (h, w))
+        return h, w
+    assert check_hybrid_grid(from_the_layers, verbose=False)
+
+    def via_feature_shape(h, w):  # the reviews' one-liner: 06 c7's line
+        with torch.device("meta"):
+            return feature_shape(resnet50_s16_backbone(), 3, (h, w))[1:]
+
+    def run_the_backbone(h, w):
+        with torch.device("meta"):
+            return tuple(resnet50_s16_backbone()(torch.empty(1, 3, h, w)).shape[-2:])
+    r = _refused(check_hybrid_grid, via_feature_shape, "minivit.hybrid.feature_shape")
+    assert "without running the backbone" in r.failures[0]
+    _refused(check_hybrid_grid, run_the_backbone, "torch.nn.functional.conv2d")
+    assert torch.nn.functional.conv2d is torch.conv2d
 
 
 def test_short_stem_share_check():
