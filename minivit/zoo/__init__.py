@@ -15,7 +15,7 @@ Files: `minivit/zoo/weights/<name>.safetensors` (safetensors: tensors only, noth
 package so that an installed minivit has them offline. `records.json` beside this file holds what each was
 measured at. `load` refuses a file whose SHA-256 differs from its record, and never downloads anything.
 
-Introduced in 04_training_a_vit.ipynb.
+Introduced in 08_inspecting_vit.ipynb (then 09_masked_patch_prediction.ipynb).
 """
 
 from __future__ import annotations

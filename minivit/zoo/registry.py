@@ -6,7 +6,7 @@ An `Entry` names a model (architecture, preset and its overrides, data set and r
 run measured -- test accuracy, the file's SHA-256, time, machine -- lives in `records.json` beside this file,
 written only by `python -m minivit.zoo train NAME --record`.
 
-Introduced in 04_training_a_vit.ipynb (the long-trained models the notebooks compare with their live ones).
+Introduced in 08_inspecting_vit.ipynb (then 09_masked_patch_prediction.ipynb).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ recipe written in `minivit.zoo.registry`; it keeps the weights of the epochs the
 files, then loads each file back and measures it exactly as `verify` will: the number of right answers on the
 data set's whole test split, on the CPU, in batches of `EVAL_BATCH`.
 
-Introduced in 04_training_a_vit.ipynb.
+Introduced in 08_inspecting_vit.ipynb (then 09_masked_patch_prediction.ipynb).
 """
 
 from __future__ import annotations
