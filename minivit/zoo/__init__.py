@@ -20,28 +20,18 @@ Introduced in 08_inspecting_vit.ipynb (then 09_masked_patch_prediction.ipynb).
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
-import torch
 from torch import nn
 
+from .files import FORMAT, file_sha256, read_weights, save_weights
 from .registry import ENTRIES, RUNS, Entry, Run, entries_of, get_entry
+from . import training
+from .training import build, load_file, measure
 
 WEIGHTS = Path(__file__).parent / "weights"  # the committed files
 RECORDS = Path(__file__).parent / "records.json"  # {name: what its run measured}
-FORMAT = "minivit-zoo/1"  # the "format" entry of every file's metadata
-
-
-def file_sha256(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def records() -> dict[str, dict]:
@@ -57,42 +47,6 @@ def record(name: str) -> dict:
         raise FileNotFoundError(f"zoo model {name!r} has no committed weights yet; train it with "
                                 f"`python -m minivit.zoo train {name}` (see `python -m minivit.zoo list`)")
     return recs[name]
-
-
-def save_weights(path, model: nn.Module, entry: Entry) -> Path:
-    """Write `model`'s weights as a safetensors file at `path` (atomically; refuses to replace a file)."""
-    from safetensors.torch import save
-    path = Path(path)
-    if path.exists():
-        raise FileExistsError(f"{path} exists; the zoo never replaces a file: remove it or write elsewhere")
-    tensors = {k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items()}
-    # one metadata key: safetensors writes several in no fixed order, which would change the file's SHA-256
-    meta = {"minivit": json.dumps({"format": FORMAT, "entry": entry.to_dict()}, sort_keys=True)}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(save(tensors, metadata=meta))
-        os.chmod(tmp, 0o644)
-        os.link(tmp, path)  # fails if `path` appeared meanwhile: never replaces
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    return path
-
-
-def load_file(path, entry: Entry, sha256: str | None = None) -> nn.Module:
-    """The model of `entry` filled with the weights at `path` (eval mode, CPU). With `sha256`, the file's bytes
-    must hash to it, or nothing is loaded (ValueError)."""
-    from safetensors.torch import load
-    from .training import build
-    data = Path(path).read_bytes()
-    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
-        raise ValueError(f"{path}: SHA-256 {hashlib.sha256(data).hexdigest()} differs from the recorded {sha256} "
-                         f"for zoo model {entry.name!r}; the file was changed or replaced, so it is not loaded "
-                         "(restore it with `git checkout`, or retrain the entry)")
-    model = build(entry)
-    model.load_state_dict(load(data))
-    return model
 
 
 def path_of(name: str) -> Path:
@@ -113,15 +67,13 @@ def load(name: str, device=None) -> nn.Module:
 def verify(names=None, *, log=print) -> list[dict]:
     """Load each committed model (all of them by default), re-measure it on its full test split on the CPU and
     compare with its record: [{"name", "recorded", "measured", "ok"}]. The count of right answers must be equal."""
-    from .training import measure
     names = list(names) if names else sorted(records())
     out, tests = [], {}
     for name in names:
         entry, rec = get_entry(name), record(name)
         key = (entry.run.dataset, entry.run.image_size)
         if key not in tests:
-            from .training import _data
-            tests[key] = _data(entry.run, "test")
+            tests[key] = training._data(entry.run, "test")
         m = measure(entry, load(name), tests[key])
         ok = m["correct"] == rec["test"]["correct"] and m["n"] == rec["test"]["n"]
         out.append({"name": name, "recorded": rec["test"], "measured": m, "ok": ok})
@@ -130,5 +82,5 @@ def verify(names=None, *, log=print) -> list[dict]:
     return out
 
 
-__all__ = ["ENTRIES", "RUNS", "Entry", "Run", "entries_of", "file_sha256", "get_entry", "load", "load_file",
-           "path_of", "record", "records", "save_weights", "verify"]
+__all__ = ["ENTRIES", "FORMAT", "RUNS", "Entry", "Run", "build", "entries_of", "file_sha256", "get_entry", "load",
+           "load_file", "measure", "path_of", "read_weights", "record", "records", "save_weights", "verify"]

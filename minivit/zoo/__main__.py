@@ -15,7 +15,8 @@ from .registry import ENTRIES, entries_of
 
 def _list(as_json: bool) -> int:
     recs = records()
-    rows = [{**e.to_dict(), "record": recs.get(name)} for name, e in sorted(ENTRIES.items())]
+    rows = [{**e.to_dict(), "record": recs.get(name)}
+            for name, e in sorted(ENTRIES.items(), key=lambda kv: (kv[1].run.name, kv[1].epoch))]
     if as_json:
         print(json.dumps(rows, indent=1))
         return 0

@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .files import file_sha256, read_weights, save_weights
 from .registry import Entry, Run, entries_of
 
 EVAL_BATCH = 128  # the batch of every measurement (fixed, so a re-measurement on the CPU is exact)
@@ -110,8 +111,14 @@ def _commit() -> str | None:
         return None
 
 
+def load_file(path, entry: Entry, sha256: str | None = None) -> nn.Module:
+    """The model of `entry` filled with the weights at `path` (eval mode, CPU); with `sha256`, checked first."""
+    model = build(entry)
+    model.load_state_dict(read_weights(path, sha256, entry.name))
+    return model
+
+
 def _keep(folder: Path, entry: Entry, model: nn.Module) -> None:
-    from . import save_weights
     save_weights(folder / f"{entry.name}.safetensors", model, entry)
 
 
@@ -155,7 +162,6 @@ def train_run(run: Run, folder: Path, *, resume: bool = False, progress: bool = 
         raise ValueError(f"unknown run kind {run.kind!r}")
     seconds = time.perf_counter() - t0
     (folder / "history.json").write_text(json.dumps(history.to_dict()))
-    from . import file_sha256, load_file
     records, test = [], _data(run, "test")
     for epoch, entry in sorted(entries.items()):
         if epoch > len(history):  # the run stopped before this epoch (an interrupted classifier run resumes)
