@@ -24,15 +24,15 @@ def run_zoo(*args, timeout=600):
                           timeout=timeout, env=env)
 
 
-def _have_cifar10():
+def _have(name):
     try:
-        mdata.load_dataset("cifar10", "test", download=False)
+        mdata.load_dataset(name, "test", download=False)
         return True
     except FileNotFoundError:
         return False
 
 
-needs_cifar10 = pytest.mark.skipif(not _have_cifar10(), reason="CIFAR-10 is not on this machine (make data)")
+needs_cifar10 = pytest.mark.skipif(not _have("cifar10"), reason="CIFAR-10 is not on this machine (make data)")
 
 
 def test_every_committed_file_has_a_record_and_the_sizes_stay_small():
@@ -67,6 +67,16 @@ def test_verify_re_measures_a_committed_model_exactly():
     r = run_zoo("verify", name)
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"ok  {name}" in r.stdout and "1 of 1 models measured as recorded" in r.stdout
+
+
+@pytest.mark.skipif(not _have("imagenette"), reason="Imagenette is not on this machine (make data)")
+def test_verify_measures_each_model_on_its_own_test_images():
+    # the photograph and the mosaic models share a data set and a resolution, not their test images
+    names = [n for n in ("vit-nano16-imagenette64", "vit-nano16-mosaic64") if n in zoo.records()]
+    if len(names) < 2:
+        pytest.skip("needs both committed Imagenette models")
+    results = zoo.verify(names, log=lambda s: None)
+    assert [r["ok"] for r in results] == [True, True], results
 
 
 def test_load_refuses_a_changed_file_and_unknown_names(tmp_path, monkeypatch):

@@ -71,7 +71,7 @@ def verify(names=None, *, log=print) -> list[dict]:
     out, tests = [], {}
     for name in names:
         entry, rec = get_entry(name), record(name)
-        key = (entry.run.dataset, entry.run.image_size)
+        key = (entry.run.dataset, entry.run.image_size, entry.run.train_images == "mosaics")  # the same test images
         if key not in tests:
             tests[key] = training._data(entry.run, "test")
         m = measure(entry, load(name), tests[key])
