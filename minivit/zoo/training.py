@@ -134,7 +134,8 @@ def train_run(run: Run, folder: Path, *, resume: bool = False, progress: bool = 
     r = dict(run.recipe)
     seed = r.pop("seed")
     augment = make_augment(run.dataset, r.pop("augment"))
-    train, val = training_images(run), stratified_subset(_data(run, "test"), VAL_PER_CLASS[run.kind])
+    train, test = training_images(run), _data(run, "test")
+    val = stratified_subset(test, VAL_PER_CLASS[run.kind])  # watched during training; the record uses all of `test`
     torch.manual_seed(seed)
     model = build(entries[run.keep[-1]]).train()
     t0 = time.perf_counter()
@@ -162,7 +163,7 @@ def train_run(run: Run, folder: Path, *, resume: bool = False, progress: bool = 
         raise ValueError(f"unknown run kind {run.kind!r}")
     seconds = time.perf_counter() - t0
     (folder / "history.json").write_text(json.dumps(history.to_dict()))
-    records, test = [], _data(run, "test")
+    records = []
     for epoch, entry in sorted(entries.items()):
         if epoch > len(history):  # the run stopped before this epoch (an interrupted classifier run resumes)
             continue
