@@ -77,6 +77,8 @@ RUNS: dict[str, Run] = {r.name: r for r in (
         notes="the pure ViT of notebooks 04 and 08, trained 50 epochs on all 50,000 images"),
     Run("resnet14-cifar10", "classifier", "cifar10", 32, _CIFAR_LONG, keep=(50,),
         notes="the ResNet baseline of notebook 04, trained exactly as the ViT (same recipe, epochs and data)"),
+    Run("r-s4-vit-nano4-cifar10", "classifier", "cifar10", 32, _CIFAR_LONG, keep=(50,),
+        notes="notebook 06's hybrid (the stride-4 ResNet stem feeding ViT-Nano/4's Transformer), trained as the ViT"),
     Run("mpp-vit-nano4-cifar10", "mpp", "cifar10", 32, _MPP_LONG, keep=(5, 10, 20, 40), train_images="mpp-09",
         notes="notebook 09's masked patch prediction, 40 epochs, weights kept along the way for a dose-response"),
     Run("vit-nano16-imagenette64", "classifier", "imagenette", 64, _IMAGENETTE64_LONG, keep=(100,),
@@ -88,6 +90,7 @@ RUNS: dict[str, Run] = {r.name: r for r in (
 ENTRIES: dict[str, Entry] = {e.name: e for e in (
     Entry("vit-nano4-cifar10", "vit", "ViT-Nano/4", RUNS["vit-nano4-cifar10"], 50, used_by="04, 08"),
     Entry("resnet14-cifar10", "resnet", "ResNet-14", RUNS["resnet14-cifar10"], 50, used_by="04"),
+    Entry("r-s4-vit-nano4-cifar10", "vit", "R-S4+ViT-Nano/4", RUNS["r-s4-vit-nano4-cifar10"], 50, used_by="06"),
     *(Entry(f"mpp-vit-nano4-cifar10-e{e}", "mpp", "ViT-Nano/4", RUNS["mpp-vit-nano4-cifar10"], e, used_by="09")
       for e in RUNS["mpp-vit-nano4-cifar10"].keep),
     Entry("vit-nano16-imagenette64", "vit", "ViT-Nano/16", RUNS["vit-nano16-imagenette64"], 100,
