@@ -38,9 +38,21 @@ def lane(path: str) -> str:
     return next((name for name, numbers in LANES.items() if number in numbers), "lane-2")
 
 
+SANITIZE = Path(__file__).with_name("nbval_sanitize.cfg")  # volatile text (addresses, timings) nbval must not compare
+
+
 def pytest_configure(config):
-    """In an xdist worker: the notebooks' kernels (started with this process's environment) get an equal share of the
+    """The notebooks' nbval options, here rather than in pyproject's addopts so that `pytest tests/` runs where nbval
+    is not installed: each notebook runs in this environment's kernel (`--nbval-current-env`, unless a kernel is
+    named) with the course's sanitiser (`--nbval-sanitize-with`, unless another is given).
+    In an xdist worker: the notebooks' kernels (started with this process's environment) get an equal share of the
     cores as threads, unless OMP_NUM_THREADS is set already."""
+    if config.pluginmanager.hasplugin("nbval"):
+        if not config.option.nbval_kernel_name:
+            config.option.nbval_current_env = True
+        given = config.option.nbval_sanitize_with or getattr(config.option, "sanitize_with", None)
+        if not given and SANITIZE.exists():
+            config.option.nbval_sanitize_with = str(SANITIZE)
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers > 1 and "OMP_NUM_THREADS" not in os.environ:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
