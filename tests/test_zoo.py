@@ -79,6 +79,19 @@ def test_verify_measures_each_model_on_its_own_test_images():
     assert [r["ok"] for r in results] == [True, True], results
 
 
+@needs_cifar10
+def test_right_answers_are_the_recorded_count_and_refuse_another_split(monkeypatch):
+    test = mdata.load_dataset("cifar10", "test")
+    model, right = zoo.right_answers("resnet14-cifar10", test)
+    assert right.dtype == torch.bool and right.shape == (len(test),)
+    assert int(right.sum()) == zoo.record("resnet14-cifar10")["test"]["correct"]
+    shifted = ImageDataset(test.images, test.labels.roll(1), test.classes, test.name, test.split)  # the same images, other labels
+    with pytest.raises(ValueError, match="not the recorded model"):
+        zoo.right_answers("resnet14-cifar10", shifted)
+    with pytest.raises(ValueError, match="not a classifier"):
+        zoo.right_answers("mpp-vit-nano4-cifar10-e5", test)
+
+
 def test_load_refuses_a_changed_file_and_unknown_names(tmp_path, monkeypatch):
     recs = zoo.records()
     assert recs, "no committed zoo model"

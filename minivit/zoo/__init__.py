@@ -3,6 +3,8 @@
     model = minivit.zoo.load("vit-nano4-cifar10")        # a ViT-Nano/4 trained 50 epochs on CIFAR-10, eval mode
     minivit.zoo.record("vit-nano4-cifar10")["test"]      # its measured test accuracy, time, machine, file hash
 
+    model, right = minivit.zoo.right_answers("vit-nano4-cifar10", test)   # (N,) bool, checked against the record
+
     python -m minivit.zoo list [--json]                  # every entry: model, data, recipe, accuracy, SHA-256
     python -m minivit.zoo verify [NAME ...]              # re-measure on the full test split; exit 1 on a mismatch
     python -m minivit.zoo train NAME [--out DIR]         # reproduce an entry's run into a new folder
@@ -23,6 +25,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import torch
 from torch import nn
 
 from .files import FORMAT, file_sha256, read_weights, save_weights
@@ -64,6 +67,25 @@ def load(name: str, device=None) -> nn.Module:
     return load_file(path, get_entry(name), rec["sha256"]).to(device or "cpu")
 
 
+def right_answers(name: str, data) -> tuple[nn.Module, torch.Tensor]:
+    """A classifier of the zoo and which images of `data` it gets right: (the model, on the CPU in eval mode;
+    bool (N,)), predicted on the CPU in batches of `training.EVAL_BATCH` as `verify` measures. Where `data` is as
+    long as the recorded test split, the count must equal the record's: a ValueError says the file is not the
+    recorded model (or `data` not that split). For the paired tests (McNemar) of the notebooks that load it."""
+    from ..train import predict
+    entry, rec = get_entry(name), record(name)
+    if entry.arch == "mpp":
+        raise ValueError(f"zoo model {name!r} is a masked-patch-prediction model, not a classifier; "
+                         f"measure it with minivit.pretrain.evaluate_mpp")
+    model = load(name)
+    right = predict(model, data, training.EVAL_BATCH, "cpu").argmax(-1) == data.labels  # (N,)
+    if len(data) == rec["test"]["n"] and int(right.sum()) != rec["test"]["correct"]:
+        raise ValueError(f"zoo model {name!r} gets {int(right.sum()):,} of these {len(data):,} images right; its "
+                         f"record says {rec['test']['correct']:,} of its test split: not the recorded model, or "
+                         f"not its test split")
+    return model, right
+
+
 def verify(names=None, *, log=print) -> list[dict]:
     """Load each committed model (all of them by default), re-measure it on its full test split on the CPU and
     compare with its record: [{"name", "recorded", "measured", "ok"}]. The count of right answers must be equal."""
@@ -83,4 +105,5 @@ def verify(names=None, *, log=print) -> list[dict]:
 
 
 __all__ = ["ENTRIES", "FORMAT", "RUNS", "Entry", "Run", "build", "entries_of", "file_sha256", "get_entry", "load",
-           "load_file", "measure", "path_of", "read_weights", "record", "records", "save_weights", "verify"]
+           "load_file", "measure", "path_of", "read_weights", "record", "records", "right_answers", "save_weights",
+           "verify"]

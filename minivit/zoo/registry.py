@@ -88,8 +88,8 @@ RUNS: dict[str, Run] = {r.name: r for r in (
 )}
 
 ENTRIES: dict[str, Entry] = {e.name: e for e in (
-    Entry("vit-nano4-cifar10", "vit", "ViT-Nano/4", RUNS["vit-nano4-cifar10"], 50, used_by="04, 08"),
-    Entry("resnet14-cifar10", "resnet", "ResNet-14", RUNS["resnet14-cifar10"], 50, used_by="04"),
+    Entry("vit-nano4-cifar10", "vit", "ViT-Nano/4", RUNS["vit-nano4-cifar10"], 50, used_by="04, 06, 08"),
+    Entry("resnet14-cifar10", "resnet", "ResNet-14", RUNS["resnet14-cifar10"], 50, used_by="04, 06"),
     Entry("r-s4-vit-nano4-cifar10", "vit", "R-S4+ViT-Nano/4", RUNS["r-s4-vit-nano4-cifar10"], 50, used_by="06"),
     *(Entry(f"mpp-vit-nano4-cifar10-e{e}", "mpp", "ViT-Nano/4", RUNS["mpp-vit-nano4-cifar10"], e, used_by="09")
       for e in RUNS["mpp-vit-nano4-cifar10"].keep),
