@@ -43,16 +43,14 @@ WORKLOAD = dict(image_size=32, patch_size=4, in_channels=3, dim=64, depth=4, hea
 # The workload's rate on the reference machine, per device type (steps/s with the threads given). Only the CPU has
 # one; on other devices `time_to_accuracy.py` keeps the budget in wall-clock seconds unless --reference-rate is given.
 #
-# PROVISIONAL: measured on 2026-11-26 with `python benchmarks/time_to_accuracy.py --calibrate-only`, three runs
-# (0.203, 0.414, 0.191 steps/s; the median is taken), on the course's 2-core AMD EPYC machine (torch 2.14.1, 2 threads)
-# WHILE OTHER TRAININGS RAN (1-minute load average 5.0-5.6 on 2 cores, so one step took 2-6 s). A quiet machine is
-# likely several times faster, and would then get only a fraction of the intended wall-clock time: re-measure on a
-# quiet machine and replace the value (the module docstring says how), or pass --reference-rate meanwhile.
-# {device type: the reference machine's rate}. Empty until measured on a quiet reference machine: the only
-# measurement so far (0.19-0.41 steps/s, 2026-11-26) was taken while hour-long trainings shared the 2 cores, which
-# would make "300 reference s" about 20 wall-clock s on a quiet machine; until then the budget stays wall-clock and
-# the result says so (or pass --reference-rate).
-REFERENCE_RATES: dict[str, dict] = {}
+# Measured on a quiet reference machine: 2026-11-27, the course's 2-core AMD EPYC machine, torch 2.14.1, 2 threads,
+# `python benchmarks/time_to_accuracy.py --calibrate-only` three times (2.405, 2.226, 2.271 steps/s; 1-minute load
+# average 1.0-1.35, the calibration itself; the median is taken). An earlier measurement (0.19-0.41 steps/s,
+# 2026-11-26) was taken while other trainings shared the cores and is not used.
+REFERENCE_RATES: dict[str, dict] = {
+    "cpu": {"steps_per_s": 2.271, "threads": 2, "date": "2026-11-27", "machine": "2-core AMD EPYC (the course's CI kind)",
+            "torch": "2.14.1", "runs": [2.405, 2.226, 2.271]},
+}
 
 
 def describe(workload: dict = WORKLOAD) -> str:
