@@ -151,7 +151,7 @@ class Recipe:
         return train_or_load(name, model, key, lambda: self.fit(model, train, val, **overrides), device=device)
 
     def run_name(self, model_name: str) -> str:
-        """A checkpoint name for `model_name` trained with this recipe, e.g. "cifar10-quick-n500-e5-ViT-Nano-4"."""
+        """A checkpoint name for `model_name` trained with this recipe, e.g. "cifar10-quick-n500-e3-ViT-Nano-4"."""
         return f"{self.name}-n{self.n_per_class or 'all'}-e{self.epochs}-{model_name.replace('/', '-')}"
 
     def with_(self, **changes) -> "Recipe":
@@ -174,33 +174,36 @@ RECIPES: dict[str, Recipe] = {
                                   lr=5e-3, warmup_epochs=0.35, label_smoothing=0.0, augment="none"),
     "fashion-mnist-full": Recipe("fashion-mnist-full", "fashion-mnist", n_per_class=None, epochs=40, batch_size=256,
                                  lr=1e-3, warmup_epochs=3.0, label_smoothing=0.0, augment="basic"),
-    # quick: a 2-core CPU in about a minute per model; full: one GPU, the whole training split.
-    # (batch 125 divides the 5,000 images: no short last batch, whose gradient would be the noisiest of the epoch)
-    "cifar10-quick": Recipe("cifar10-quick", "cifar10", n_per_class=500, epochs=5, batch_size=125, lr=2e-3,
+    # quick: a 2-core CPU in well under a minute per model (3 epochs, 120 steps: notebooks 04-06 watch a model
+    # learn; their lessons at length come from the model zoo, 50 epochs of all 50,000 images); full: one GPU, the
+    # whole training split. (batch 125 divides the 5,000 images: no short last batch, whose gradient would be the
+    # noisiest of the epoch)
+    "cifar10-quick": Recipe("cifar10-quick", "cifar10", n_per_class=500, epochs=3, batch_size=125, lr=2e-3,
                             warmup_epochs=1.0, label_smoothing=0.1, augment="basic"),
     # full: sized for one H100 within the course's budget (each notebook <= 4 min): these small models are bound by
     # per-step overhead and CPU-side RandAugment, not FLOPs, so big batches (fewer steps) and loader workers up to
     # the cores (fit caps them); `benchmarks/full_profile_plan.py` estimates each notebook's minutes.
     "cifar10-full": Recipe("cifar10-full", "cifar10", n_per_class=None, epochs=30, batch_size=1024, lr=2e-3,
                            warmup_epochs=3.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True, workers=14),
-    # Imagenette at 128 px (notebooks 07, 08). quick, calibrated in 08 for ViT-Nano/16: 296 steps, ~1.5 min (est.) on
-    # 2 quiet CPU cores, ~45% validation accuracy; the position embeddings learn the grid, attention stays near
-    # uniform. full: not calibrated on a GPU here (RandAugment in 8 workers sets the pace).
-    "imagenette-quick": Recipe("imagenette-quick", "imagenette", n_per_class=None, epochs=4, batch_size=128, lr=2e-3,
+    # Imagenette at 128 px (notebook 08). quick, for ViT-Nano/16: 3 epochs (222 steps), about 2 minutes on one thread
+    # of 2 CPU cores, about 40% validation accuracy (4 epochs gave 45%); the position embeddings learn the grid,
+    # attention stays near uniform. full: not calibrated on a GPU here (RandAugment in 8 workers sets the pace).
+    "imagenette-quick": Recipe("imagenette-quick", "imagenette", n_per_class=None, epochs=3, batch_size=128, lr=2e-3,
                                warmup_epochs=0.5, label_smoothing=0.1, augment="basic"),
     "imagenette-full": Recipe("imagenette-full", "imagenette", n_per_class=None, epochs=60, batch_size=256, lr=1e-3,
                               warmup_epochs=5.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True, workers=14),
     # Imagenette at 64 px, to pre-train at a low resolution before fine-tuning at 128 px (notebook 07): train on
     # `recipe.training_set(train).resized(64)`. Mirror only: the crops sized for 128 px do not fit 64-px images.
-    # quick: 6 epochs (444 steps, 33-36 s of training on 2 CPU cores), sized with the mosaics' so that notebook 07 fits 4 min.
-    "imagenette64-quick": Recipe("imagenette64-quick", "imagenette", n_per_class=None, epochs=6, batch_size=128,
+    # quick: 3 epochs (222 steps), sized with the mosaics' so that notebook 07 fits its 3 CPU minutes: the live run
+    # shows a model learn; the lessons come from the zoo's 100-epoch twin (vit-nano16-imagenette64).
+    "imagenette64-quick": Recipe("imagenette64-quick", "imagenette", n_per_class=None, epochs=3, batch_size=128,
                                  lr=2e-3, warmup_epochs=0.5, label_smoothing=0.1, augment="flip"),
     "imagenette64-full": Recipe("imagenette64-full", "imagenette", n_per_class=None, epochs=100, batch_size=512,
                                 lr=2e-3, warmup_epochs=5.0, label_smoothing=0.1, augment="flip", mixup=True),
     # 2x2 mosaics of Imagenette labelled by the top-left tile (`minivit.data.make_mosaics`), at 64 px: the
     # position-dependent task of notebooks 07 and 08. No flips (a mirror moves the labelled tile) and no MixUp /
     # CutMix (a pasted box would not carry the label by its area).
-    "mosaic64-quick": Recipe("mosaic64-quick", "imagenette", n_per_class=None, epochs=6, batch_size=128, lr=2e-3,
+    "mosaic64-quick": Recipe("mosaic64-quick", "imagenette", n_per_class=None, epochs=3, batch_size=128, lr=2e-3,
                              warmup_epochs=0.5, label_smoothing=0.1, augment="none"),
     "mosaic64-full": Recipe("mosaic64-full", "imagenette", n_per_class=None, epochs=40, batch_size=512, lr=2e-3,
                             warmup_epochs=3.0, label_smoothing=0.1, augment="none"),

@@ -11,7 +11,8 @@ every notebook at the end.
   notebook's kernel with half the CPU cores as threads. Two threads made a training step only about a third
   faster than one on the course's 2-core machine, so two kernels of one thread each finish more work in the same
   time (measured in benchmarks/README.md). Each lane runs its notebooks in order: 05 and 06 load the models 04
-  trained, 08 the mosaic model of 07 (in a lane of their own, they would train them again).
+  trained (in a lane of their own, they would train them again); 07 and 08 share no training since 08 takes its
+  mosaic model from the zoo.
 """
 
 import os
@@ -24,9 +25,10 @@ from pathlib import Path
 import pytest
 
 REPORT_DIR = "MINIVIT_REPORT_DIR"  # environment variable: a folder for the failing cells' reports
-# The two lanes of a parallel run, by notebook number; a notebook not listed runs in the second. Balanced by the
-# measured serial times (CI of 3bae48e, seconds): 03-06 49 + 158 + 136 + 134 = 477; the rest 19 + 8 + 7 + 209 + 118
-# + 133 = 494. 00 (the first to decode CIFAR-10, in a fresh clone) runs while 03 trains on Fashion-MNIST.
+# The two lanes of a parallel run, by notebook number; a notebook not listed runs in the second. Balanced by one-
+# thread times measured on 2026-11-27 with the other lane busy (seconds; 00-02 together): 03-06 78 + 269 + 219 + 249,
+# the rest 46 + 296 + 227 + about 225 (before the zoo kept its right answers, and 07 its live mosaic model). 00, the
+# first to decode CIFAR-10 in a fresh clone, runs while 03 trains on Fashion-MNIST.
 LANES = {"lane-1": ("03", "04", "05", "06"), "lane-2": ("00", "01", "02", "07", "08", "09")}
 _seconds: dict[str, float] = defaultdict(float)
 _start = time.perf_counter()

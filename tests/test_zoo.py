@@ -92,6 +92,32 @@ def test_right_answers_are_the_recorded_count_and_refuse_another_split(monkeypat
         zoo.right_answers("mpp-vit-nano4-cifar10-e5", test)
 
 
+@needs_cifar10
+def test_right_answers_on_the_recorded_split_come_from_the_record(monkeypatch):
+    test = mdata.load_dataset("cifar10", "test")
+    import minivit.train
+
+    def no_prediction(*args, **kwargs):
+        raise AssertionError("predicted although the record keeps the right answers of this split")
+
+    monkeypatch.setattr(minivit.train, "predict", no_prediction)
+    model, right = zoo.right_answers("vit-nano4-cifar10", test)
+    rec = zoo.record("vit-nano4-cifar10")["test"]
+    assert right.dtype == torch.bool and right.shape == (rec["n"],) and int(right.sum()) == rec["correct"]
+    other = ImageDataset(test.images[:100], test.labels[:100], test.classes, test.name, test.split)  # another split
+    with pytest.raises(AssertionError, match="predicted although"):
+        zoo.right_answers("vit-nano4-cifar10", other)
+
+
+def test_right_answers_pack_into_a_record_and_back():
+    from minivit.zoo.training import pack_right, unpack_right
+    for n in (1, 7, 8, 9, 10_000):
+        right = torch.rand(n, generator=torch.Generator().manual_seed(n)) < 0.5
+        text = pack_right(right)
+        assert isinstance(text, str)
+        assert torch.equal(unpack_right(text, n), right)
+
+
 def test_load_refuses_a_changed_file_and_unknown_names(tmp_path, monkeypatch):
     recs = zoo.records()
     assert recs, "no committed zoo model"

@@ -69,15 +69,19 @@ def load(name: str, device=None) -> nn.Module:
 
 def right_answers(name: str, data) -> tuple[nn.Module, torch.Tensor]:
     """A classifier of the zoo and which images of `data` it gets right: (the model, on the CPU in eval mode;
-    bool (N,)), predicted on the CPU in batches of `training.EVAL_BATCH` as `verify` measures. Where `data` is as
-    long as the recorded test split, the count must equal the record's: a ValueError says the file is not the
-    recorded model (or `data` not that split). For the paired tests (McNemar) of the notebooks that load it."""
+    bool (N,)). On the recorded test split itself (the same images and labels, by fingerprint) these are the
+    record's right answers, kept when it was measured and re-measured exactly by `verify`; on other data they are
+    predicted on the CPU in batches of `training.EVAL_BATCH` as `verify` measures, and where `data` is as long as
+    the recorded test split the count must equal the record's: a ValueError says the file is not the recorded
+    model (or `data` not that split). For the paired tests (McNemar) of the notebooks that load it."""
     from ..train import predict
     entry, rec = get_entry(name), record(name)
     if entry.arch == "mpp":
         raise ValueError(f"zoo model {name!r} is a masked-patch-prediction model, not a classifier; "
                          f"measure it with minivit.pretrain.evaluate_mpp")
-    model = load(name)
+    model, t = load(name), rec["test"]
+    if "right" in t and len(data) == t["n"] and training.fingerprint(data) == t["data"]:  # the recorded split itself
+        return model, training.unpack_right(t["right"], t["n"])  # the file's SHA-256 was checked by `load`
     right = predict(model, data, training.EVAL_BATCH, "cpu").argmax(-1) == data.labels  # (N,)
     if len(data) == rec["test"]["n"] and int(right.sum()) != rec["test"]["correct"]:
         raise ValueError(f"zoo model {name!r} gets {int(right.sum()):,} of these {len(data):,} images right; its "
@@ -88,7 +92,8 @@ def right_answers(name: str, data) -> tuple[nn.Module, torch.Tensor]:
 
 def verify(names=None, *, log=print) -> list[dict]:
     """Load each committed model (all of them by default), re-measure it on its full test split on the CPU and
-    compare with its record: [{"name", "recorded", "measured", "ok"}]. The count of right answers must be equal."""
+    compare with its record: [{"name", "recorded", "measured", "ok"}]. The count of right answers must be equal,
+    and for a classifier whose record keeps them, the right answers themselves."""
     names = list(names) if names else sorted(records())
     out, tests = [], {}
     for name in names:
@@ -98,6 +103,8 @@ def verify(names=None, *, log=print) -> list[dict]:
             tests[key] = training._data(entry.run, "test")
         m = measure(entry, load(name), tests[key])
         ok = m["correct"] == rec["test"]["correct"] and m["n"] == rec["test"]["n"]
+        if "right" in rec["test"]:  # a classifier's record keeps which images it gets right: the same ones
+            ok = ok and m["right"] == rec["test"]["right"] and m["data"] == rec["test"]["data"]
         out.append({"name": name, "recorded": rec["test"], "measured": m, "ok": ok})
         log(f"{'ok ' if ok else 'MISMATCH'} {name}: {m['correct']:,}/{m['n']:,} = {m['accuracy']:.2%} "
             f"(recorded {rec['test']['correct']:,}/{rec['test']['n']:,} = {rec['test']['accuracy']:.2%})")

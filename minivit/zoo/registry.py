@@ -66,7 +66,7 @@ _MPP_LONG = dict(epochs=40, batch_size=128, lr=1e-3, weight_decay=0.05, warmup_e
 
 # Imagenette at 64 px (notebook 07 pre-trains there, then fine-tunes at 128 px): the course's imagenette64 and
 # mosaic64 recipes (flips for photographs, no augmentation for mosaics, whose label sits in the top-left tile),
-# run 100 and 60 epochs instead of the quick profile's 6.
+# run 100 and 60 epochs instead of the quick profile's 3.
 _IMAGENETTE64_LONG = dict(epochs=100, batch_size=128, lr=2e-3, weight_decay=0.05, warmup_epochs=5.0,
                           label_smoothing=0.1, clip_grad=1.0, augment="flip", seed=0)
 _MOSAIC64_LONG = dict(epochs=60, batch_size=128, lr=2e-3, weight_decay=0.05, warmup_epochs=3.0, label_smoothing=0.1,

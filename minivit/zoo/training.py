@@ -13,6 +13,7 @@ Introduced in 08_inspecting_vit.ipynb (then 09_masked_patch_prediction.ipynb).
 
 from __future__ import annotations
 
+import base64
 import datetime
 import json
 import os
@@ -20,9 +21,11 @@ import platform
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 
+from ..recipes import fingerprint
 from .files import file_sha256, read_weights, save_weights
 from .registry import Entry, Run, entries_of
 
@@ -81,9 +84,23 @@ def measure(entry: Entry, model: nn.Module, test=None) -> dict:
         correct, n = round(r["acc"] * r["n"]), r["n"]
         metric = "pretext colour accuracy on the corrupted patches of the test split"
     else:
-        correct = int((predict(model, test, EVAL_BATCH, "cpu").argmax(-1) == test.labels).sum())
-        n, metric = len(test), "top-1 accuracy on the test split"
+        right = predict(model, test, EVAL_BATCH, "cpu").argmax(-1) == test.labels  # (N,) bool
+        correct, n, metric = int(right.sum()), len(test), "top-1 accuracy on the test split"
+        # which images it gets right, and the split they belong to: `right_answers` returns them without predicting
+        return {"metric": metric, "correct": correct, "n": n, "accuracy": correct / n, "right": pack_right(right),
+                "data": fingerprint(test)}
     return {"metric": metric, "correct": correct, "n": n, "accuracy": correct / n}
+
+
+def pack_right(right: torch.Tensor) -> str:
+    """(N,) bool -> text (base64 of the bits, 8 images a byte): a classifier's right answers, kept in its record."""
+    return base64.b64encode(np.packbits(right.cpu().numpy().astype(np.uint8)).tobytes()).decode("ascii")
+
+
+def unpack_right(text: str, n: int) -> torch.Tensor:
+    """The inverse of `pack_right`: the (n,) bool tensor."""
+    bits = np.unpackbits(np.frombuffer(base64.b64decode(text), dtype=np.uint8))[:n]
+    return torch.from_numpy(bits.astype(bool))
 
 
 def machine() -> dict:
