@@ -126,12 +126,18 @@ class Recipe:
             kwargs["mix"] = mixup_cutmix(num_classes)
         return kwargs
 
+    @property
+    def progress(self) -> bool:
+        """Whether `fit` shows a progress bar by default: in the full profile's recipes (runs of minutes, where a
+        silent cell looks stuck), not in the quick ones (seconds each; a bar would only add noise to a notebook)."""
+        return self.name.endswith("-full")
+
     def fit(self, model, train, val=None, **overrides):
         """`minivit.train.fit(model, train, val, **recipe)`; keyword `overrides` replace the recipe's values
-        (e.g. `lr=1e-3` for an ablation, `progress=False`, `device=...`)."""
+        (e.g. `lr=1e-3` for an ablation, `progress=False`, `device=...`). Progress bars: `self.progress`."""
         from .train import fit
         k = getattr(getattr(model, "config", None), "num_classes", None) or len(getattr(train, "classes", ())) or None
-        kwargs = {**self.fit_kwargs(k), "progress": False, "seed": 0, **overrides}
+        kwargs = {**self.fit_kwargs(k), "progress": self.progress, "seed": 0, **overrides}
         return fit(model, train, val, **kwargs)
 
     def fit_or_load(self, model, train, val=None, *, name: str, **overrides):
