@@ -44,13 +44,15 @@ from ..optim import budget_lr_factor, lr_factor, param_groups
 from .evaluation import _all_sum, _autocast, _dist, _unpack, evaluate, grad_scaler
 
 
+_NO_SCALER = torch.amp.GradScaler("cpu", enabled=False)  # passes the loss and the optimizer's step through
+
+
 def train_step(net: nn.Module, optimizer, x: torch.Tensor, target: torch.Tensor, *, label_smoothing: float = 0.0,
                clip_grad: float | None = 1.0, scaler=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One optimisation step on a normalised batch: forward (autocast on CUDA: `autocast_dtype`), cross-entropy in
     float32, backward, the global gradient norm clipped at `clip_grad` (None or 0: not clipped), the optimizer's step.
-    scaler: a `torch.amp.GradScaler` (`grad_scaler(device)`, fp16 on GPUs without bf16), or None: the loss is
-    scaled for the backward pass and the gradients unscaled before clipping; a step with inf/NaN gradients is
-    skipped and the scale lowered.
+    scaler: a `torch.amp.GradScaler` (`grad_scaler(device)`: enabled for fp16) or None; an enabled one scales the
+    loss, unscales the gradients before clipping, and skips a step with inf/NaN gradients.
 
     x: (b, C, H, W) float on the model's device; target: labels (b,) or soft targets (b, K) (after MixUp).
     Returns (loss (), logits (b, K), gradient norm before clipping ()), detached; nothing is read back to
@@ -59,17 +61,13 @@ def train_step(net: nn.Module, optimizer, x: torch.Tensor, target: torch.Tensor,
     with _autocast(x.device):
         logits = net(x)  # (b, K)
     loss = F.cross_entropy(logits.float(), target, label_smoothing=label_smoothing)
+    scaler = scaler or _NO_SCALER
     optimizer.zero_grad(set_to_none=True)
-    if scaler is None or not scaler.is_enabled():
-        loss.backward()
-        grad_norm = nn.utils.clip_grad_norm_(ckpt.unwrap(net).parameters(), clip_grad or float("inf"))
-        optimizer.step()
-    else:
-        scaler.scale(loss).backward()
-        scaler.unscale_(optimizer)  # clip the true gradients
-        grad_norm = nn.utils.clip_grad_norm_(ckpt.unwrap(net).parameters(), clip_grad or float("inf"))
-        scaler.step(optimizer)  # skipped when the gradients hold inf/NaN
-        scaler.update()
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)  # clip the true gradients
+    grad_norm = nn.utils.clip_grad_norm_(ckpt.unwrap(net).parameters(), clip_grad or float("inf"))
+    scaler.step(optimizer)  # skipped (enabled scaler) when the gradients hold inf/NaN
+    scaler.update()
     return loss.detach(), logits.detach(), grad_norm.detach()
 
 
