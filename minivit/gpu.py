@@ -225,7 +225,8 @@ def main(argv=None) -> int:
     b = sub.add_parser("bundle", help=f"build the bundle for one notebook (at most {LIMIT_MIB} MiB)")
     b.add_argument("notebook", help="a notebook's number (04), name or path")
     b.add_argument("--out", help=f"the bundle's folder (default: {DEFAULT_OUT})")
-    b.add_argument("--source", help="offline data copies (default: $MINIVIT_SHARED_DATASETS or <repo>/../shared/datasets)")
+    b.add_argument("--source",
+                   help="offline data copies (default: $MINIVIT_SHARED_DATASETS or <repo>/../shared/datasets)")
     b.add_argument("--datasets", nargs="*", metavar="NAME",
                    help="carry only these of the notebook's data sets (none when no name follows)")
     b.add_argument("--no-wheels", action="store_true", help="carry no wheels (a call that only prepares the data)")
@@ -243,8 +244,8 @@ def main(argv=None) -> int:
         p.exit(2, f"minivit.gpu: error: {e}\n")
     out = Path(a.out) if a.out else DEFAULT_OUT
     print(f"minivit.gpu: {out} for {m['notebook']}: {len(m['wheels'])} wheels {_mib(m['wheel_bytes'])} + data "
-          f"{', '.join(m['datasets']) or 'none'} {_mib(m['dataset_bytes'])} = {_mib(m['bytes'])}; with the tracked tree "
-          f"{_mib(m['bytes'] + m['tree_bytes'])} of the {CALL_MIB} MiB a call carries")
+          f"{', '.join(m['datasets']) or 'none'} {_mib(m['dataset_bytes'])} = {_mib(m['bytes'])}; with the tracked "
+          f"tree {_mib(m['bytes'] + m['tree_bytes'])} of the {CALL_MIB} MiB a call carries")
     return 0
 
 

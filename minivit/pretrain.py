@@ -6,7 +6,8 @@ learning rate decay." Our loop is `minivit.train.fit`'s, with the pretext task i
 
 - AdamW with weight decay on weight matrices only (`minivit.optim.param_groups`; the [mask] embedding is a
   (1, 1, D) token and is not decayed), a linear warm-up then cosine decay to 0 stepped every batch
-  (`minivit.optim.lr_factor`), gradient clipping at global norm `clip_grad`, bf16 autocast on CUDA (fp16 with a GradScaler on GPUs without bf16);
+  (`minivit.optim.lr_factor`), gradient clipping at global norm `clip_grad`, bf16 autocast on CUDA
+  (fp16 with a GradScaler on GPUs without bf16);
 - every batch: the uint8 images, optionally augmented (`minivit.augment.make_augment`), give the targets
   (`patch_color_codes` of the raw pixels, never the normalised ones) and the normalised input; the
   corruption draws from a generator seeded by `seed`, so a run is reproducible on one device;

@@ -29,6 +29,9 @@ import torch
 
 PROFILES = ("quick", "full")  # the valid profile names
 ENV_VAR = "MINIVIT_PROFILE"  # environment variable that overrides the choice by device
+# DataLoader workers of the full profile's RandAugment recipes (`minivit.recipes`: cifar10-full, imagenette-full),
+# sized for the course's 16-core GPU machine: 14 workers, the main process and the pin-memory thread.
+FULL_LOADER_WORKERS = 14
 FULL_MIN_CAPABILITY = (8, 0)  # CUDA compute capability of bf16 tensor cores (Ampere); a T4 (7.5) emulates bf16
 
 
@@ -51,16 +54,15 @@ def cpu_cores() -> int:
 
 
 def full_min_cores() -> int:
-    """CPU cores the full profile needs: half the loader workers of its recipes (the most any "-full" recipe of
-    `minivit.recipes` asks for: 14, sized for a 16-core GPU machine), plus one for the main process -- 8.
+    """CPU cores the full profile needs: half its recipes' loader workers (`FULL_LOADER_WORKERS`, 14), plus one for
+    the main process -- 8.
 
     Why half: `fit` caps the workers at the cores, and the per-image RandAugment loader sets the pace of 04, 06 and
     08's long runs, so on 8 cores those run at about half the planned loader rate, up to about twice their planned
     minutes (an estimate from the plan's per-core rates, `benchmarks/full_profile_plan.py`): within the 10 minutes
     per notebook. On 2 cores (Colab) the loader gets a seventh of the workers, and 04 alone takes 25-40 minutes
     (estimate, `../shared/reviews/full-profile-audit-2.md`)."""
-    from .recipes import RECIPES
-    return max(r.workers for n, r in RECIPES.items() if n.endswith("-full")) // 2 + 1
+    return FULL_LOADER_WORKERS // 2 + 1
 
 
 def choose(device: torch.device) -> tuple[str, str]:

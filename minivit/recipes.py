@@ -31,6 +31,7 @@ from torch import nn
 
 from .checkpoint import read_checkpoint, save_checkpoint, unwrap
 from .history import History
+from .profile import FULL_LOADER_WORKERS
 
 
 def checkpoint_dir() -> Path:
@@ -188,14 +189,16 @@ RECIPES: dict[str, Recipe] = {
     # per-step overhead and CPU-side RandAugment, not FLOPs, so big batches (fewer steps) and loader workers up to
     # the cores (fit caps them); `benchmarks/full_profile_plan.py` estimates each notebook's minutes.
     "cifar10-full": Recipe("cifar10-full", "cifar10", n_per_class=None, epochs=30, batch_size=1024, lr=2e-3,
-                           warmup_epochs=3.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True, workers=14),
+                           warmup_epochs=3.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True,
+                           workers=FULL_LOADER_WORKERS),
     # Imagenette at 128 px (notebooks 07, 08). quick, calibrated in 08 for ViT-Nano/16: 296 steps, ~1.5 min (est.) on
     # 2 quiet CPU cores, ~45% validation accuracy; the position embeddings learn the grid, attention stays near
     # uniform. full: not calibrated on a GPU here (RandAugment in 8 workers sets the pace).
     "imagenette-quick": Recipe("imagenette-quick", "imagenette", n_per_class=None, epochs=4, batch_size=128, lr=2e-3,
                                warmup_epochs=0.5, label_smoothing=0.1, augment="basic"),
     "imagenette-full": Recipe("imagenette-full", "imagenette", n_per_class=None, epochs=60, batch_size=256, lr=1e-3,
-                              warmup_epochs=5.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True, workers=14),
+                              warmup_epochs=5.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True,
+                              workers=FULL_LOADER_WORKERS),
     # Imagenette at 64 px, to pre-train at a low resolution before fine-tuning at 128 px (notebook 07): train on
     # `recipe.training_set(train).resized(64)`. Mirror only: the crops sized for 128 px do not fit 64-px images.
     # quick: 6 epochs (444 steps, 33-36 s of training on 2 CPU cores), sized with the mosaics' so that notebook 07 fits 4 min.

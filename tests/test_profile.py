@@ -33,7 +33,7 @@ def test_default_follows_device(monkeypatch):
 def test_full_needs_the_loaders_cores_from_the_full_recipes():
     from minivit.recipes import RECIPES
     workers = max(r.workers for n, r in RECIPES.items() if n.endswith("-full"))
-    assert workers == 14 and full_min_cores() == workers // 2 + 1 == 8
+    assert workers == mprofile.FULL_LOADER_WORKERS == 14 and full_min_cores() == workers // 2 + 1 == 8
 
 
 @pytest.mark.parametrize("capability, cores, name, why", [
