@@ -11,7 +11,7 @@ TORCH_VARIANT ?= auto
 # Run as root (containers), JupyterLab needs --allow-root.
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help install data lab test unit notebooks smoke bench clean
+.PHONY: help install data lab test unit notebooks smoke bench gpu-bundle clean
 
 help:
 	@echo "make lab        open the course notebooks in JupyterLab (sets everything up first)"
@@ -20,6 +20,7 @@ help:
 	@echo "make install    create $(VENV) and install minivit[dev]"
 	@echo "make data       link the offline data sets into data/ (or note they will download)"
 	@echo "make bench      run the CPU benchmarks (benchmarks/)"
+	@echo "make gpu-bundle NB=04   gpu-bundle/: wheels and notebook 04's data for a GPU machine without internet"
 
 install: $(BIN)/.installed
 
@@ -63,6 +64,15 @@ bench: install data
 	$(BIN)/python benchmarks/time_to_accuracy.py cifar10
 	$(BIN)/python benchmarks/time_to_accuracy.py cifar10-hybrid
 	$(BIN)/python benchmarks/time_to_accuracy.py fashion-mnist
+
+# The offline GPU route (README.md, "On a GPU machine without internet"): gpu-bundle/, ignored, with the cp312 wheels
+# nbval needs and the data sets notebook NB loads, at most 60 MiB; e.g. `make gpu-bundle NB=04`, or
+# `make gpu-bundle NB=07 BUNDLE_ARGS=--no-wheels` (python -m minivit.gpu bundle --help).
+NB ?=
+BUNDLE_ARGS ?=
+gpu-bundle: install
+	@test -n "$(NB)" || { echo "name a notebook: make gpu-bundle NB=04"; exit 2; }
+	$(BIN)/python -m minivit.gpu bundle $(NB) $(BUNDLE_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

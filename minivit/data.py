@@ -134,6 +134,30 @@ def shared_source(source=None) -> Path:
     return Path(source or os.environ.get("MINIVIT_SHARED_DATASETS") or REPO.parent / "shared" / "datasets")
 
 
+def availability(name: str, root=None, source=None) -> str | None:
+    """How data set `name` would load on this machine now, without loading it:
+    "cached" -- both splits' caches are in the data root; "prepared" -- its offline copy is in the root;
+    "linkable" -- its offline copy is in the shared folder (`shared_source(source)`), and `prepare` links it;
+    "download" -- no folder of offline copies exists (a machine meant to download: Colab), so loading downloads it;
+    None -- offline copies are set up here but not this one (a GPU machine that carried one data set): skip it.
+    Notebook 00 checks the data sets that are not None."""
+    _check_name_split(name, "train")
+    root, src = data_root(root), shared_source(source)
+    if all((root / "cache" / f"{name}-{split}.pt").exists() for split in SPLITS):
+        return "cached"
+    if name == "fashion-mnist":
+        def has(folder):
+            return all((folder / f).exists() for f in OFFLINE_FILES[name])
+    else:
+        def has(folder):
+            return any((folder / f).exists() for f in OFFLINE_FILES[name])
+    if has(root):
+        return "prepared"
+    if src.is_dir():
+        return "linkable" if has(src) else None
+    return "download"
+
+
 def _check_name_split(name, split):
     if name not in SHAPES:
         raise ValueError(f"unknown data set {name!r}; expected one of {sorted(SHAPES)}")

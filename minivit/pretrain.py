@@ -6,7 +6,8 @@ learning rate decay." Our loop is `minivit.train.fit`'s, with the pretext task i
 
 - AdamW with weight decay on weight matrices only (`minivit.optim.param_groups`; the [mask] embedding is a
   (1, 1, D) token and is not decayed), a linear warm-up then cosine decay to 0 stepped every batch
-  (`minivit.optim.lr_factor`), gradient clipping at global norm `clip_grad`, bf16 autocast on CUDA;
+  (`minivit.optim.lr_factor`), gradient clipping at global norm `clip_grad`, bf16 autocast on CUDA
+  (fp16 with a GradScaler on GPUs without bf16);
 - every batch: the uint8 images, optionally augmented (`minivit.augment.make_augment`), give the targets
   (`patch_color_codes` of the raw pixels, never the normalised ones) and the normalised input; the
   corruption draws from a generator seeded by `seed`, so a run is reproducible on one device;
@@ -44,7 +45,8 @@ from . import smoke
 from .history import History
 from .mpp import MaskedPatchPrediction, mpp_loss, patch_color_codes
 from .optim import lr_factor, param_groups
-from .train import _autocast  # bf16 on CUDA, as in fit
+from .train import _autocast  # bf16 on CUDA (fp16 on GPUs without bf16), as in fit
+from .train.evaluation import grad_scaler
 
 __all__ = ["evaluate_mpp", "pretrain_mpp", "pretrain_mpp_or_load"]
 
@@ -157,6 +159,7 @@ def pretrain_mpp(mpp: MaskedPatchPrediction, images, val=None, *, epochs: int, b
     total, warmup = epochs * steps_per_epoch, round(warmup_epochs * steps_per_epoch)
     optimizer = torch.optim.AdamW(param_groups(mpp, weight_decay), lr=lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, total, warmup))
+    scaler = grad_scaler(device)  # enabled only for fp16 autocast (CUDA GPUs without bf16), as in fit
     history = History(steps_per_epoch=steps_per_epoch)
     _call_on_epoch(on_epoch, 0, mpp, device)
     bar = tqdm(total=total, unit="step", mininterval=1.0, disable=not progress)
@@ -173,10 +176,12 @@ def pretrain_mpp(mpp: MaskedPatchPrediction, images, val=None, *, epochs: int, b
                 out = mpp(norm(x), generator=corrupt_gen)
             loss = mpp_loss(out.logits.float(), targets, out.mask)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)  # a no-op unless fp16: clip the true gradients
             grad_norms.append(nn.utils.clip_grad_norm_(mpp.parameters(), clip_grad or float("inf")).detach())
             history.step_lr.append(optimizer.param_groups[0]["lr"])
-            optimizer.step()
+            scaler.step(optimizer)
+            scaler.update()
             scheduler.step()
             k = out.mask.sum()
             hits = ((out.logits.argmax(-1) == targets) & out.mask).sum()

@@ -8,8 +8,10 @@ Every notebook starts with
     print(profile)                      # one line: profile, device, torch version, threads
     epochs = profile.pick(quick=3, full=200)
 
-The profile is chosen by the device (CUDA -> "full", otherwise "quick") and can be
-forced with the environment variable MINIVIT_PROFILE=quick|full (for example to
+The profile is chosen by the machine (`choose`): "full" only on a CUDA GPU with bf16 tensor cores (compute
+capability >= 8.0) and at least `full_min_cores()` (8) CPU cores for the full recipes' loader workers; "quick" on
+any other GPU (a T4, a 2-core Colab machine), on Apple MPS and on the CPU. `print(profile)` says in one line what was
+chosen and why. It can be forced with the environment variable MINIVIT_PROFILE=quick|full (for example to
 run the quick notebooks on a GPU, or the full ones on a patient CPU). MINIVIT_SMOKE=1 adds
 the smoke run (`minivit.smoke`): the profile's code paths with a sliver of its work, so
 `MINIVIT_PROFILE=full MINIVIT_SMOKE=1` checks the GPU path on a CPU in minutes;
@@ -21,12 +23,16 @@ from __future__ import annotations
 
 import os
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 PROFILES = ("quick", "full")  # the valid profile names
 ENV_VAR = "MINIVIT_PROFILE"  # environment variable that overrides the choice by device
+# DataLoader workers of the full profile's RandAugment recipes (`minivit.recipes`: cifar10-full, imagenette-full),
+# sized for the course's 16-core GPU machine: 14 workers, the main process and the pin-memory thread.
+FULL_LOADER_WORKERS = 14
+FULL_MIN_CAPABILITY = (8, 0)  # CUDA compute capability of bf16 tensor cores (Ampere); a T4 (7.5) emulates bf16
 
 
 def default_device() -> torch.device:
@@ -37,6 +43,50 @@ def default_device() -> torch.device:
     if mps is not None and mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def cpu_cores() -> int:
+    """The CPU cores this process may use (its affinity where the OS reports it, else `os.cpu_count()`)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def full_min_cores() -> int:
+    """CPU cores the full profile needs: half its recipes' loader workers (`FULL_LOADER_WORKERS`, 14), plus one for
+    the main process -- 8.
+
+    Why half: `fit` caps the workers at the cores, and the per-image RandAugment loader sets the pace of 04, 06 and
+    08's long runs, so on 8 cores those run at about half the planned loader rate, up to about twice their planned
+    minutes (an estimate from the plan's per-core rates, `benchmarks/full_profile_plan.py`): within the 10 minutes
+    per notebook. On 2 cores (Colab) the loader gets a seventh of the workers, and 04 alone takes 25-40 minutes
+    (estimate, `../shared/reviews/full-profile-audit-2.md`)."""
+    return FULL_LOADER_WORKERS // 2 + 1
+
+
+def choose(device: torch.device) -> tuple[str, str]:
+    """(profile name, why) for `device` when MINIVIT_PROFILE is not set: "full" only on a CUDA GPU of compute
+    capability >= `FULL_MIN_CAPABILITY` with >= `full_min_cores()` CPU cores, else "quick"."""
+    device = torch.device(device)
+    override = f"set {ENV_VAR}=quick|full to override"
+    if device.type != "cuda":
+        return "quick", f"chosen: no CUDA GPU ({override})"
+    cores, needed = cpu_cores(), full_min_cores()
+    try:
+        major, minor = torch.cuda.get_device_capability(device)
+    except Exception as e:  # no driver, or a CUDA device that is not there
+        return "quick", f"chosen: the GPU's compute capability cannot be read ({type(e).__name__}); {override}"
+    missing = []
+    if (major, minor) < FULL_MIN_CAPABILITY:
+        missing.append(f"compute capability {major}.{minor} < {FULL_MIN_CAPABILITY[0]}.{FULL_MIN_CAPABILITY[1]} "
+                       "(no bf16 tensor cores)")
+    if cores < needed:
+        missing.append(f"{cores} CPU cores < {needed} for the full profile's loader")
+    if missing:
+        return "quick", f"chosen: quick on this GPU, {' and '.join(missing)}; {override}"
+    return "full", (f"chosen: CUDA GPU of compute capability {major}.{minor} (bf16 tensor cores) and {cores} CPU "
+                    f"cores; {override}")
 
 
 def _device_name(device: torch.device) -> str:
@@ -61,6 +111,7 @@ class Profile:
     name: str  # "quick" (CPU, minutes) or "full" (GPU, the real recipe)
     device: torch.device  # where models and batches go
     smoke: bool = False  # a smoke run (minivit.smoke): this profile's code paths, a sliver of its work
+    reason: str = field(default="", compare=False)  # why this profile was chosen ("" when the caller named it)
 
     def __post_init__(self) -> None:
         if self.name not in PROFILES:
@@ -82,27 +133,30 @@ class Profile:
                 f"torch={torch.__version__} threads={torch.get_num_threads()}")
 
     def __str__(self) -> str:
-        return self.describe()
+        """`describe()`, and why the profile was chosen when `get_profile` chose it (still one line)."""
+        return f"{self.describe()}; {self.reason}" if self.reason else self.describe()
 
 
 def get_profile(name: str | None = None, device: torch.device | str | None = None,
                 smoke: bool | None = None) -> Profile:
-    """The run profile: `name`, else $MINIVIT_PROFILE, else "full" on CUDA and "quick" otherwise.
+    """The run profile: `name`, else $MINIVIT_PROFILE, else `choose(device)` ("full" only on a CUDA GPU with bf16
+    tensor cores and enough CPU cores; "quick" otherwise). `str(profile)` then says why, in the same line.
 
     `device` defaults to `default_device()`; `smoke` to $MINIVIT_SMOKE (`minivit.smoke.active()`). A bad name
     raises ValueError listing the valid ones.
     """
     from . import smoke as _smoke
     device = torch.device(device) if device is not None else default_device()
+    reason = ""
     if name is None:
         env = os.environ.get(ENV_VAR, "").strip()
         if env:
             if env.lower() not in PROFILES:
                 raise ValueError(f"environment variable {ENV_VAR}={env!r} is not a profile; "
                                  f"expected one of {PROFILES} (or unset it to choose by device)")
-            name = env.lower()
+            name, reason = env.lower(), f"chosen by {ENV_VAR}={env.lower()}"
         else:
-            name = "full" if device.type == "cuda" else "quick"
+            name, reason = choose(device)
     if name not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {name!r}")
-    return Profile(name, device, _smoke.active() if smoke is None else bool(smoke))
+    return Profile(name, device, _smoke.active() if smoke is None else bool(smoke), reason)

@@ -31,6 +31,7 @@ from torch import nn
 
 from .checkpoint import read_checkpoint, save_checkpoint, unwrap
 from .history import History
+from .profile import FULL_LOADER_WORKERS
 
 
 def checkpoint_dir() -> Path:
@@ -126,12 +127,18 @@ class Recipe:
             kwargs["mix"] = mixup_cutmix(num_classes)
         return kwargs
 
+    @property
+    def progress(self) -> bool:
+        """Whether `fit` shows a progress bar by default: in the full profile's recipes (runs of minutes, where a
+        silent cell looks stuck), not in the quick ones (seconds each; a bar would only add noise to a notebook)."""
+        return self.name.endswith("-full")
+
     def fit(self, model, train, val=None, **overrides):
         """`minivit.train.fit(model, train, val, **recipe)`; keyword `overrides` replace the recipe's values
-        (e.g. `lr=1e-3` for an ablation, `progress=False`, `device=...`)."""
+        (e.g. `lr=1e-3` for an ablation, `progress=False`, `device=...`). Progress bars: `self.progress`."""
         from .train import fit
         k = getattr(getattr(model, "config", None), "num_classes", None) or len(getattr(train, "classes", ())) or None
-        kwargs = {**self.fit_kwargs(k), "progress": False, "seed": 0, **overrides}
+        kwargs = {**self.fit_kwargs(k), "progress": self.progress, "seed": 0, **overrides}
         return fit(model, train, val, **kwargs)
 
     def fit_or_load(self, model, train, val=None, *, name: str, **overrides):
@@ -184,14 +191,16 @@ RECIPES: dict[str, Recipe] = {
     # per-step overhead and CPU-side RandAugment, not FLOPs, so big batches (fewer steps) and loader workers up to
     # the cores (fit caps them); `benchmarks/full_profile_plan.py` estimates each notebook's minutes.
     "cifar10-full": Recipe("cifar10-full", "cifar10", n_per_class=None, epochs=30, batch_size=1024, lr=2e-3,
-                           warmup_epochs=3.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True, workers=14),
+                           warmup_epochs=3.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True,
+                           workers=FULL_LOADER_WORKERS),
     # Imagenette at 128 px (notebook 08). quick, for ViT-Nano/16: 3 epochs (222 steps), about 2 minutes on one thread
     # of 2 CPU cores, about 40% validation accuracy (4 epochs gave 45%); the position embeddings learn the grid,
     # attention stays near uniform. full: not calibrated on a GPU here (RandAugment in 8 workers sets the pace).
     "imagenette-quick": Recipe("imagenette-quick", "imagenette", n_per_class=None, epochs=3, batch_size=128, lr=2e-3,
                                warmup_epochs=0.5, label_smoothing=0.1, augment="basic"),
     "imagenette-full": Recipe("imagenette-full", "imagenette", n_per_class=None, epochs=60, batch_size=256, lr=1e-3,
-                              warmup_epochs=5.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True, workers=14),
+                              warmup_epochs=5.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True,
+                              workers=FULL_LOADER_WORKERS),
     # Imagenette at 64 px, to pre-train at a low resolution before fine-tuning at 128 px (notebook 07): train on
     # `recipe.training_set(train).resized(64)`. Mirror only: the crops sized for 128 px do not fit 64-px images.
     # quick: 3 epochs (222 steps), sized with the mosaics' so that notebook 07 fits its 3 CPU minutes: the live run

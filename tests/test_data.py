@@ -459,3 +459,27 @@ def test_first_of_each_class_picks_the_first_example_of_every_class():
                            "fashion-mnist", "test")
     with pytest.raises(ValueError, match="class 1 .'b'. has no example"):
         first_of_each_class(missing)
+
+
+def test_availability_says_how_a_data_set_would_load(tmp_path, monkeypatch):
+    """cached, prepared (in the root), linkable (in the shared folder), download (no shared folder), None (a shared
+    folder without it: a GPU machine that carried one data set)."""
+    from minivit.data import availability
+    root, shared = tmp_path / "root", tmp_path / "shared"
+    root.mkdir()
+    assert availability("cifar10", root, shared) == "download"  # no offline copies anywhere
+    shared.mkdir()
+    assert availability("cifar10", root, shared) is None
+    (shared / "cifar10-jpeg.tar.gz").write_bytes(b"x")
+    assert availability("cifar10", root, shared) == "linkable"
+    (root / "cifar10-jpeg.tar.gz").symlink_to(shared / "cifar10-jpeg.tar.gz")
+    assert availability("cifar10", root, shared) == "prepared"
+    (root / "fashion-mnist").mkdir()
+    (root / "fashion-mnist" / "train-images-idx3-ubyte.gz").write_bytes(b"x")
+    assert availability("fashion-mnist", root, shared) is None  # one of its four files is not enough
+    (root / "cache").mkdir()
+    for split in ("train", "test"):
+        (root / "cache" / f"fashion-mnist-{split}.pt").write_bytes(b"x")
+    assert availability("fashion-mnist", root, shared) == "cached"
+    with pytest.raises(ValueError, match="unknown data set"):
+        availability("mnist", root, shared)

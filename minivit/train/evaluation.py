@@ -58,9 +58,34 @@ def _all_sum(values: list[float], device) -> list[float]:
     return t.tolist()
 
 
+def autocast_dtype(device) -> torch.dtype | None:
+    """The mixed precision of `fit`, `evaluate` and `pretrain_mpp` on `device`: bf16 on a CUDA GPU with bf16 tensor
+    cores (compute capability >= 8.0, `minivit.profile.FULL_MIN_CAPABILITY`); fp16 on an older CUDA GPU (a T4,
+    7.5, runs bf16 by emulation, without tensor cores; fp16 there needs a GradScaler, which `fit` adds); None (fp32)
+    on any other device."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return None
+    from ..profile import FULL_MIN_CAPABILITY
+    try:
+        capability = torch.cuda.get_device_capability(device)
+    except (RuntimeError, AssertionError):  # no GPU answers (a CUDA device stood in for in tests): bf16, as before
+        return torch.bfloat16
+    return torch.bfloat16 if capability >= FULL_MIN_CAPABILITY else torch.float16
+
+
+def grad_scaler(device) -> torch.amp.GradScaler:
+    """A GradScaler for training on `device`: enabled only where `autocast_dtype(device)` is fp16 (whose small
+    gradients underflow unscaled); disabled, it passes the loss and the optimizer's step through unchanged."""
+    device = torch.device(device)
+    return torch.amp.GradScaler(device.type if device.type == "cuda" else "cpu",
+                                enabled=autocast_dtype(device) == torch.float16)
+
+
 def _autocast(device: torch.device):
-    """bf16 autocast on CUDA; a no-op elsewhere."""
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+    """Autocast to `autocast_dtype(device)` (bf16 or fp16 on CUDA); a no-op elsewhere."""
+    dtype = autocast_dtype(device)
+    return torch.autocast(device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
 
 
 @torch.no_grad()
@@ -111,4 +136,4 @@ def predict(model: nn.Module, data, batch_size: int | None = None, device=None, 
     return torch.cat([lg.cpu() for lg, _ in _outputs(model, data, batch_size, device, normalize, False, progress, "predict")])
 
 
-__all__ = ["evaluate", "predict"]
+__all__ = ["autocast_dtype", "evaluate", "grad_scaler", "predict"]

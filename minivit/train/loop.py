@@ -11,7 +11,8 @@ small-data ViT training commonly makes; it is not the paper's exact recipe:
   warm-up, then linear decay for pre-training and cosine decay for fine-tuning);
 - optional label smoothing (default 0); gradient clipping at global norm `clip_grad`
   (default 1, as the paper's fine-tuning and ImageNet-from-scratch runs);
-- bf16 autocast on CUDA; optional `torch.compile`.
+- bf16 autocast on CUDA GPUs with bf16 tensor cores, fp16 with a GradScaler on older ones (a T4;
+  `autocast_dtype`); optional `torch.compile`.
 
 Images stay uint8 in memory, go to the device a batch at a time (the whole set at once
 on CUDA) and are augmented there, before normalisation (see `minivit.train.evaluation`
@@ -40,13 +41,18 @@ from .. import checkpoint as ckpt
 from .. import smoke
 from ..history import History
 from ..optim import budget_lr_factor, lr_factor, param_groups
-from .evaluation import _all_sum, _autocast, _dist, _unpack, evaluate
+from .evaluation import _all_sum, _autocast, _dist, _unpack, evaluate, grad_scaler
+
+
+_NO_SCALER = torch.amp.GradScaler("cpu", enabled=False)  # passes the loss and the optimizer's step through
 
 
 def train_step(net: nn.Module, optimizer, x: torch.Tensor, target: torch.Tensor, *, label_smoothing: float = 0.0,
-               clip_grad: float | None = 1.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One optimisation step on a normalised batch: forward (bf16 autocast on CUDA), cross-entropy in float32,
-    backward, the global gradient norm clipped at `clip_grad` (None or 0: not clipped), the optimizer's step.
+               clip_grad: float | None = 1.0, scaler=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One optimisation step on a normalised batch: forward (autocast on CUDA: `autocast_dtype`), cross-entropy in
+    float32, backward, the global gradient norm clipped at `clip_grad` (None or 0: not clipped), the optimizer's step.
+    scaler: a `torch.amp.GradScaler` (`grad_scaler(device)`: enabled for fp16) or None; an enabled one scales the
+    loss, unscales the gradients before clipping, and skips a step with inf/NaN gradients.
 
     x: (b, C, H, W) float on the model's device; target: labels (b,) or soft targets (b, K) (after MixUp).
     Returns (loss (), logits (b, K), gradient norm before clipping ()), detached; nothing is read back to
@@ -55,16 +61,19 @@ def train_step(net: nn.Module, optimizer, x: torch.Tensor, target: torch.Tensor,
     with _autocast(x.device):
         logits = net(x)  # (b, K)
     loss = F.cross_entropy(logits.float(), target, label_smoothing=label_smoothing)
+    scaler = scaler or _NO_SCALER
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)  # clip the true gradients
     grad_norm = nn.utils.clip_grad_norm_(ckpt.unwrap(net).parameters(), clip_grad or float("inf"))
-    optimizer.step()
+    scaler.step(optimizer)  # skipped (enabled scaler) when the gradients hold inf/NaN
+    scaler.update()
     return loss.detach(), logits.detach(), grad_norm.detach()
 
 
 def train_one_epoch(net: nn.Module, batches, optimizer, scheduler, *, prepare, epoch: int, steps: int,
                     label_smoothing: float = 0.0, clip_grad: float | None = 1.0, after_step=None,
-                    history: History | None = None, bar=None, check_every: int = 1) -> dict:
+                    history: History | None = None, bar=None, check_every: int = 1, scaler=None) -> dict:
     """One pass over `batches` (uint8 images (b, C, H, W), labels (b,)), one `train_step` each.
 
     prepare: (x, y) on the device -> (normalised x, target, labels for the accuracy): augmentation,
@@ -72,7 +81,7 @@ def train_one_epoch(net: nn.Module, batches, optimizer, scheduler, *, prepare, e
     after_step: called after every step (before the scheduler's step); returns True when the time budget
         is spent, which ends the epoch early. epoch (1-based) and steps (a full epoch's) label the progress
         and errors. history: gets every step's learning rate (`step_lr`). check_every: steps between
-        checks that the running loss is finite (each check waits for the device).
+        checks that the running loss is finite (each check waits for the device). scaler: as in `train_step`.
     Returns {"sums": float64 (3,) tensor of loss * b, correct, b on the device, "grad_norms": a list of
     0-d tensors, "seconds", "stopped": why the epoch ended early, or None}. A non-finite loss raises
     FloatingPointError.
@@ -89,7 +98,7 @@ def train_one_epoch(net: nn.Module, batches, optimizer, scheduler, *, prepare, e
         if history is not None:
             history.step_lr.append(step_lr)
         loss, logits, grad_norm = train_step(net, optimizer, x, target, label_smoothing=label_smoothing,
-                                             clip_grad=clip_grad)
+                                             clip_grad=clip_grad, scaler=scaler)
         grad_norms.append(grad_norm)
         over = after_step() if after_step is not None else False
         scheduler.step()
@@ -211,6 +220,7 @@ def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128
         generator=torch.Generator().manual_seed((seed or 0) * 1000 + rank))  # seeds the workers
     net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
     net = torch.compile(net) if compile else net
+    scaler = grad_scaler(device)  # enabled only for fp16 autocast (CUDA GPUs without bf16)
 
     def prepare(x, y):  # uint8 (b, C, H, W), (b,) on the device -> normalised x, target, labels for the accuracy
         x = norm(augment(x) if augment is not None else x)  # (b, C, H, W) float
@@ -239,7 +249,7 @@ def fit(model: nn.Module, train, val=None, *, epochs: int, batch_size: int = 128
         out = train_one_epoch(net, batches, optimizer, scheduler, prepare=prepare, epoch=epoch + 1,
                               steps=steps_per_epoch, label_smoothing=label_smoothing, clip_grad=clip_grad,
                               after_step=budget_spent, history=history, bar=bar,
-                              check_every=1 if device.type == "cpu" else 25)
+                              check_every=1 if device.type == "cpu" else 25, scaler=scaler)
         if out["stopped"]:
             history.stopped = f"time budget of {time_budget:g} s reached at epoch {epoch + 1}, {out['stopped']}"
         history.step_grad_norm.extend(torch.stack(out["grad_norms"]).float().tolist())
@@ -314,11 +324,9 @@ def _refuse_to_replace_another_run(path: Path, model: nn.Module, run: dict) -> N
 
 
 def _cpu_count() -> int:
-    """The CPU cores this process may use (its affinity where the OS reports it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS, Windows
-        return os.cpu_count() or 1
+    """The CPU cores this process may use (`minivit.profile.cpu_cores`)."""
+    from ..profile import cpu_cores
+    return cpu_cores()
 
 
 class _TransformedImages(torch.utils.data.Dataset):
