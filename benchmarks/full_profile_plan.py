@@ -5,24 +5,29 @@
 
 On a GPU the course's models are far too small to keep it busy: a training step costs a fixed launch and
 dispatch overhead plus its FLOPs at the GPU's rate, and per-image RandAugment runs on the CPU in DataLoader
-workers. So each training run costs, per epoch,
+workers. `run_seconds` models the run structure: per epoch the steps or the workers' rounds of batches, whichever
+is longer, plus the refill (persistent workers start every epoch empty, so its first step waits one batch's
+build), the workers' start-up once per run, and CPU contention (14 workers beside the main process slow its
+kernel dispatch, so a loader-fed step has a larger overhead than one with the data on the GPU). A notebook is the
+sum of its runs plus a fixed start and its data's first decode. The table also gives 06
+and 08 on a fresh machine, without the checkpoints of 04 and 07 (they train them again).
 
-    max(steps x t_step, images / loader rate)   (+ its evaluations)
-
-and a notebook the sum of its runs plus a fixed start (kernel, imports, data). `RUNS` lists every training run
-the notebooks make in the full profile (their sizes read from `minivit.recipes` where they use a recipe);
-`FIGURES` holds the per-step overhead of each model family, the GPU's FLOP rate, and the loader's images/s per
-worker. Until `benchmarks/gpu_step_times.py` measures them on a GPU, the figures are the audit's calibrated
-estimates: the overheads reproduce notebook 03's one measured full-profile run on an H100 (276 s), the FLOP rate
-is ViT-Ti/16's measured training throughput (7,796 images/s x 7.46 GFLOPs), the loader rates were measured per
-CPU core here. `tests/test_full_profile_plan.py` keeps the plan within the budget: every notebook <= 4 minutes,
-all ten <= 20 minutes.
+`RUNS` lists every training run the notebooks make in the full profile (their sizes read from `minivit.recipes`
+where they use a recipe); `FIGURES` holds the per-step overheads, the GPU's FLOP rate and the loader's images/s
+per worker. Until `benchmarks/gpu_step_times.py` measures step times on a GPU, every figure is an estimate:
+calibrated on the full-profile runs of 2026-11-27 on one H100 (04's ViT 67 s and CNN 49 s, 06's hybrid and deeper
+ViT 160 s; 05's data sweep, 124 s measured, is reproduced within 1%), the FLOP rate from ViT-Ti/16's measured
+training throughput (7,796 images/s x 7.46 GFLOPs). The table gives a range: those figures, and a pessimistic
+host (`PESSIMISTIC`). When `benchmarks/results/gpu_step_times_<gpu>.json` is there the plan uses it and says so.
+`tests/test_full_profile_plan.py` keeps even the upper estimate within the budget: every notebook <= 4 minutes, all
+ten <= 20 minutes.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -36,17 +41,31 @@ from minivit import recipes  # noqa: E402
 BUDGET_EACH_S, BUDGET_ALL_S = 240.0, 1200.0  # the course's full-profile budget on one H100
 GPU_CORES = 16  # CPU cores of the course's GPU machine (one H100): DataLoader workers are capped by them
 
-# Estimates until measured on a GPU (see the module docstring); a --figures JSON replaces any of them.
+# Estimates until measured on a GPU (see the module docstring); a figures JSON replaces any of them.
 FIGURES = {
-    "source": "estimates: overheads calibrated on notebook 03's measured 276 s on one H100; FLOP rate from "
-              "ViT-Ti/16's measured training throughput; loader rates measured per CPU core on the course machine",
+    "source": "estimated: step overheads and the loader's rate calibrated on the full-profile runs of 04, 05 and 06 "
+              "on one H100 (2026-11-27); FLOP rate from ViT-Ti/16's measured training throughput (2026-11-22); no "
+              "step time measured (benchmarks/gpu_step_times.py not run yet)",
     "flops_per_s": 58.2e12,  # training FLOPs per second the GPU sustains on these models (bf16)
-    "overhead_s": {"vit-nano": 0.015, "vit-micro": 0.020, "cnn": 0.025, "linear": 0.005},  # per step
-    "loader_images_per_s_per_worker": {"cifar10": 2200.0, "imagenette": 1000.0},  # RandAugment + crop + flip
+    # seconds per step beyond the FLOPs, data on the GPU and no loader workers (the main process alone): 05's
+    # on-device compute sweep (2,940 steps of ViT-Nano/4 variants and ResNet-14) took about 24 s of its 166 s
+    "overhead_s": {"vit-nano": 0.007, "vit-micro": 0.010, "hybrid": 0.015, "cnn": 0.007, "linear": 0.003},
+    # the same while 14 loader workers share the 16 vCPUs with the main process (CPU contention slows its kernel
+    # dispatch): 04's ViT-Micro/4 (67 s for 30 epochs), 06's hybrid beside its deeper ViT (160 s for 30 + 30)
+    "loaded_overhead_s": {"vit-nano": 0.020, "vit-micro": 0.028, "hybrid": 0.043, "cnn": 0.007, "linear": 0.003},
+    # RandAugment + crop + flip images/s of one worker among 14 on the GPU machine: 04's CNN, bound by its loader,
+    # took 49 s for 30 epochs (2,200 on one core of the 2-core development CPU; Imagenette scaled by the same 1.22)
+    "loader_images_per_s_per_worker": {"cifar10": 2680.0, "imagenette": 1220.0},
+    "worker_start_s": 1.0,  # per fit with loader workers: forking them (not measured)
     "eval_images_per_s": 50000.0,  # evaluation / prediction passes
     "start_s": 15.0,  # kernel start, imports, CUDA initialisation
     "decode_s": {"cifar10": 18.0, "fashion-mnist": 6.0, "imagenette": 16.0},  # first load of both splits
 }
+# The upper end of the range: a host whose cores build RandAugment batches no faster than the development CPU's,
+# 30% more per-step overhead (a busier host), and slower worker start-up.
+PESSIMISTIC = {"loader_images_per_s_per_worker": {"cifar10": 2200.0, "imagenette": 1000.0}, "overhead_scale": 1.3,
+               "worker_start_s": 2.0}
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 @lru_cache(maxsize=None)
@@ -74,7 +93,9 @@ def train_flops(model: str) -> int:
 
 
 def family(model: str) -> str:
-    if model.startswith(("ResNet", "R-S4+")):
+    if model.startswith("R-S4+"):
+        return "hybrid"
+    if model.startswith("ResNet"):
         return "cnn"
     if model.startswith("linear"):
         return "linear"
@@ -106,10 +127,14 @@ def from_recipe(what: str, model: str, recipe: recipes.Recipe, images: int, *, e
                workers=r.workers, eval_images=eval_images, extra_eval_images=extra_eval_images, repeat=repeat)
 
 
-def notebook_runs() -> dict[str, list[Run]]:
-    """Every full-profile training run, notebook by notebook (kept in step with the notebooks' profile.pick)."""
+def notebook_runs(cold: bool = False) -> dict[str, list[Run]]:
+    """Every full-profile training run, notebook by notebook (kept in step with the notebooks' profile.pick).
+    `cold`: a fresh machine, without 04's checkpoints for 06 (it trains them again)."""
     c10 = recipes.get("cifar10", "full")
-    nette, nette64, mosaic = (recipes.get(n, "full") for n in ("imagenette", "imagenette64", "mosaic64"))
+    nette, nette64 = (recipes.get(n, "full") for n in ("imagenette", "imagenette64"))
+    vit04 = from_recipe("ViT-Micro/4", "ViT-Micro/4", c10, 50000, eval_images=2000, extra_eval_images=60000)
+    cnn04 = from_recipe("ResNet-20-w2", "ResNet-20-w2", c10, 50000, eval_images=2000, extra_eval_images=60000)
+    longer = math.ceil(c10.epochs * train_flops("R-S4+ViT-Micro/4") / train_flops("ViT-Micro/4"))  # 06's control
     return {
         "00_start_here": [],
         "01_patches": [],
@@ -120,10 +145,10 @@ def notebook_runs() -> dict[str, list[Run]]:
             Run("linear classifier", "linear-28", "fashion-mnist", 59000, 10, 1024, eval_images=1000,
                 extra_eval_images=10000)],
         "04_training_a_vit": [
-            from_recipe("ViT-Micro/4", "ViT-Micro/4", c10, 50000, eval_images=2000, extra_eval_images=60000),
-            from_recipe("ResNet-20-w2", "ResNet-20-w2", c10, 50000, eval_images=2000, extra_eval_images=60000),
-            from_recipe("ResNet-20-w2 at the ViT's training FLOPs (30 / 2.8 epochs)", "ResNet-20-w2", c10, 50000,
-                        epochs=11, eval_images=2000, extra_eval_images=10000),
+            vit04, cnn04,
+            from_recipe("ResNet-20-w2 at the ViT's training FLOPs", "ResNet-20-w2", c10, 50000,
+                        epochs=max(1, round(c10.epochs * train_flops("ViT-Micro/4") / train_flops("ResNet-20-w2"))),
+                        eval_images=2000, extra_eval_images=10000),
             from_recipe("ablations (baseline, 8x8 patches)", "ViT-Micro/4", c10, 10000, epochs=20, batch_size=500,
                         extra_eval_images=12000, repeat=2),
             from_recipe("ablation without augmentation", "ViT-Micro/4", c10, 10000, epochs=20, batch_size=500,
@@ -139,15 +164,15 @@ def notebook_runs() -> dict[str, list[Run]]:
             *[from_recipe(f"data scaling, {n} per class", m, c10, 10 * n, epochs=500 * 500 // (10 * n),
                           batch_size=500, extra_eval_images=2000)
               for n in (250, 1000, 5000) for m in ("ViT-Micro/4", "ResNet-20-w2")]],
-        "06_hybrid": [  # the ViT and the CNN are 04's (loaded from its checkpoints: 04 runs first)
-            from_recipe("hybrid R-S4+ViT-Micro/4", "R-S4+ViT-Micro/4", c10, 50000, eval_images=200,
+        "06_hybrid": [  # the ViT and the CNN are 04's (loaded from its checkpoints when 04 ran on this machine)
+            *([vit04, cnn04] if cold else []),
+            from_recipe("hybrid R-S4+ViT-Micro/4", "R-S4+ViT-Micro/4", c10, 50000, eval_images=2000,
                         extra_eval_images=40000),
-            from_recipe("a deeper ViT-Micro/4 of the hybrid's FLOPs (depth 7)", "ViT-Micro/4:d7", c10, 50000,
-                        eval_images=200)],
+            from_recipe(f"ViT-Micro/4 trained to the hybrid's FLOPs ({longer} epochs)", "ViT-Micro/4", c10, 50000,
+                        epochs=longer, eval_images=2000)],
         "07_finetuning_at_higher_resolution": [
+            # the live photograph model; sections 2-6 use the zoo's 64-px models (no training)
             from_recipe("ViT-Nano/16 at 64 px", "ViT-Nano/16@64", nette64, 9469, eval_images=3925),
-            from_recipe("mosaic model at 64 px", "ViT-Nano/16@64", mosaic, 9469, eval_images=3925,
-                        extra_eval_images=4 * 3925),
             Run("mosaic fine-tuning at 128 px", "ViT-Nano/16@128", "imagenette", 9469, 10, 512, repeat=2),
             # Imagenette: 3 seeds x 6 arms; the 4x-steps arm at 64 px trains 40 epochs
             Run("fine-tuning arms at 128 px (3 seeds)", "ViT-Nano/16@128", "imagenette", 9469, 10, 512, repeat=6),
@@ -156,7 +181,7 @@ def notebook_runs() -> dict[str, list[Run]]:
             Run("from scratch at 128 px, the fine-tuning's FLOPs", "ViT-Nano/16@128", "imagenette", 9469, 34, 512,
                 extra_eval_images=30 * 3925)],
         "08_inspecting_vit": [
-            # the mosaic model is 07's (loaded from its checkpoint: 07 runs first); after training, attention
+            # the mosaic model is the zoo's (no training); after training, attention
             # maps of 200 images x 2 models, a masking test of 2,000 images x 4 variants, maps of 3,925 mosaics
             # x 2 models and a masking test of 3,000 mosaics x 6 variants
             from_recipe("ViT-Nano/16 at 128 px", "ViT-Nano/16@128", nette, 9469, eval_images=500,
@@ -180,54 +205,99 @@ def step_key(model: str, batch_size: int) -> str:
     return f"{model} b{batch_size}"
 
 
-def step_seconds(model: str, batch_size: int, figures: dict) -> float:
-    """Seconds per training step: measured when the figures have it, else overhead + FLOPs / the GPU's rate."""
+def step_seconds(model: str, batch_size: int, figures: dict, loaded: bool = False) -> float:
+    """Seconds per training step: measured when the figures have it, else overhead + FLOPs / the GPU's rate.
+    `loaded`: loader workers share the CPU with the main process, whose dispatch slows (CPU contention)."""
+    fam = family(model)
+    scale = figures.get("overhead_scale", 1.0)
+    depth = model.partition(":d")[2]
+    layers = int(depth) / 6 if depth else 1.0  # a deeper ViT-Micro/4 (6 layers): overhead per layer
+    extra = scale * layers * (figures["loaded_overhead_s"][fam] - figures["overhead_s"][fam]) if loaded else 0.0
     measured = figures.get("step_s", {}).get(step_key(model, batch_size))
-    if measured is not None:
-        return measured
-    return figures["overhead_s"][family(model)] + batch_size * train_flops(model) / figures["flops_per_s"]
+    if measured is not None:  # measured alone on the GPU: contention comes on top
+        return measured + extra
+    return scale * layers * figures["overhead_s"][fam] + extra + batch_size * train_flops(model) / figures["flops_per_s"]
 
 
 def run_seconds(run: Run, figures: dict) -> float:
-    """Estimated seconds of one run (all its repeats)."""
+    """Estimated seconds of one run (all its repeats).
+
+    An epoch of a run fed by loader workers: each worker builds whole batches (`batch / rate` seconds each), and
+    with persistent workers every epoch starts empty, so the first step waits one batch's build (the refill); then
+    the epoch is bound by the GPU steps or by the workers' rounds of batches, whichever is longer:
+
+        max(build + steps x t_step,  ceil(steps / workers) x build + t_step)
+
+    plus, once per run, the workers' start-up. Runs with data on the GPU: steps x t_step."""
     steps = -(-run.images // run.batch_size)
-    t_step = step_seconds(run.model, run.batch_size, figures)
-    epoch = steps * t_step
+    t_step = step_seconds(run.model, run.batch_size, figures, loaded=run.loader)
+    epoch, start = steps * t_step, 0.0
     if run.loader:
         workers = max(1, min(run.workers, GPU_CORES - 2))
         measured = figures.get("loader_images_per_s", {}).get(f"{run.dataset} w{workers}")
-        rate = measured or workers * figures["loader_images_per_s_per_worker"][run.dataset]
-        epoch = max(epoch, run.images / rate)
+        rate = measured / workers if measured else figures["loader_images_per_s_per_worker"][run.dataset]
+        build = run.batch_size / rate  # one worker, one batch
+        epoch = max(build + steps * t_step, -(-steps // workers) * build + t_step)
+        start = figures["worker_start_s"]
     evals = (run.epochs * run.eval_images + run.extra_eval_images) / figures["eval_images_per_s"]
-    return run.repeat * (run.epochs * epoch + evals)
+    return run.repeat * (start + run.epochs * epoch + evals)
 
 
-def plan(figures: dict | None = None) -> dict[str, float]:
-    """Estimated full-profile seconds per notebook, on one GPU of the given figures (default: `FIGURES`)."""
+def plan(figures: dict | None = None, cold: bool = False) -> dict[str, float]:
+    """Estimated full-profile seconds per notebook, on one GPU of the given figures (default: `FIGURES`).
+    `cold`: 06 on a fresh machine, without the checkpoints of 04."""
     f = {**FIGURES, **(figures or {})}
     out = {}
-    for nb, runs in notebook_runs().items():
+    for nb, runs in notebook_runs(cold).items():
         datasets = set(NOTEBOOK_DATA.get(nb, ())) | {r.dataset for r in runs}
         start = f["start_s"] + sum(f["decode_s"][d] for d in datasets)
         out[nb] = start + sum(run_seconds(r, f) for r in runs)
     return out
 
 
+def plan_range(figures: dict | None = None, cold: bool = False) -> dict[str, tuple[float, float]]:
+    """(calibrated, pessimistic) estimated seconds per notebook: `plan` with the figures, then with `PESSIMISTIC`
+    on top of them (the loader's rate of the development CPU's cores, 30% more step overhead)."""
+    low = plan(figures, cold)
+    high = plan({**(figures or {}), **PESSIMISTIC, "loader_images_per_s": {}}, cold)
+    return {nb: (low[nb], high[nb]) for nb in low}
+
+
+def default_figures(gpu: str = "h100") -> tuple[dict | None, str]:
+    """The measured figures of `benchmarks/results/gpu_step_times_<gpu>.json` when that file is there, else None
+    (the estimates in `FIGURES`); and a line saying which."""
+    path = RESULTS / f"gpu_step_times_{gpu}.json"
+    if path.exists():
+        figures = json.loads(path.read_text())["figures"]
+        return figures, f"figures: step times and loader rates measured, from {path.relative_to(RESULTS.parents[1])}"
+    return None, (f"figures: ESTIMATED (no {path.relative_to(RESULTS.parents[1])}; run benchmarks/gpu_step_times.py "
+                  f"on the GPU): {FIGURES['source']}")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--figures", type=Path, help="a JSON of measured figures (benchmarks/gpu_step_times.py)")
+    p.add_argument("--figures", type=Path, help="a JSON of measured figures (benchmarks/gpu_step_times.py); "
+                   "default: benchmarks/results/gpu_step_times_<gpu>.json when it is there, else the estimates")
+    p.add_argument("--gpu", default="h100", help="the GPU whose measured figures to look for (default: h100)")
     a = p.parse_args(argv)
-    figures = json.loads(a.figures.read_text())["figures"] if a.figures else None
-    seconds = plan(figures)
-    print(f"figures: {(figures or FIGURES).get('source', a.figures)}")
-    print(f"{'notebook':40} {'est. min':>8}   runs")
-    for nb, s in seconds.items():
+    if a.figures:
+        figures, said = json.loads(a.figures.read_text())["figures"], f"figures: from {a.figures}"
+    else:
+        figures, said = default_figures(a.gpu)
+    print(said)
+    warm, cold = plan_range(figures), plan_range(figures, cold=True)
+    print(f"{'notebook':40} {'est. min':>13}   runs  (est.: the calibrated figures - a pessimistic host)")
+    for nb, (lo, hi) in warm.items():
         runs = "; ".join(f"{r.what} ({r.repeat}x {r.epochs} ep)" for r in notebook_runs()[nb]) or "no training"
-        print(f"{nb:40} {s / 60:>8.1f}   {runs}")
-    total = sum(seconds.values())
-    print(f"{'all ten':40} {total / 60:>8.1f}   budget: each <= {BUDGET_EACH_S / 60:.0f} min, all <= "
-          f"{BUDGET_ALL_S / 60:.0f} min")
-    return 0 if max(seconds.values()) <= BUDGET_EACH_S and total <= BUDGET_ALL_S else 1
+        print(f"{nb:40} {lo / 60:>5.1f} - {hi / 60:<5.1f}   {runs}")
+        if cold[nb] != (lo, hi):
+            c_lo, c_hi = cold[nb]
+            print(f"{'  ... on a fresh machine':40} {c_lo / 60:>5.1f} - {c_hi / 60:<5.1f}   without the checkpoints "
+                  "of the notebook before it (it trains them again)")
+    total = [sum(v[i] for v in warm.values()) for i in (0, 1)]
+    print(f"{'all ten':40} {total[0] / 60:>5.1f} - {total[1] / 60:<5.1f}   budget: each <= {BUDGET_EACH_S / 60:.0f} "
+          f"min, all <= {BUDGET_ALL_S / 60:.0f} min (04 before 06 on one machine)")
+    return 0 if max(hi for _, hi in warm.values()) <= BUDGET_EACH_S and total[1] <= BUDGET_ALL_S else 1
 
 
 if __name__ == "__main__":
