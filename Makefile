@@ -11,7 +11,7 @@ TORCH_VARIANT ?= auto
 # Run as root (containers), JupyterLab needs --allow-root.
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help install data lab test unit notebooks smoke bench clean
+.PHONY: help install data lab test unit notebooks smoke bench site assignments clean
 
 help:
 	@echo "make lab        open the course notebooks in JupyterLab (sets everything up first)"
@@ -20,6 +20,8 @@ help:
 	@echo "make install    create $(VENV) and install minivit[dev]"
 	@echo "make data       link the offline data sets into data/ (or note they will download)"
 	@echo "make bench      run the CPU benchmarks (benchmarks/)"
+	@echo "make site       build the course site (notebooks as last run, README, API reference) into _site/html"
+	@echo "make assignments  generate the students' versions of the nbgrader assignments into assignments/release"
 
 install: $(BIN)/.installed
 
@@ -64,5 +66,13 @@ bench: install data
 	$(BIN)/python benchmarks/time_to_accuracy.py cifar10-hybrid
 	$(BIN)/python benchmarks/time_to_accuracy.py fashion-mnist
 
+# The course site: Sphinx + myst-nb, the notebooks' committed outputs (not re-run), warnings as errors; offline.
+site: install
+	$(BIN)/python docs/build.py _site
+
+# The students' versions of assignments/source/* (solutions and hidden tests removed) into assignments/release.
+assignments: install
+	cd assignments && ../$(BIN)/nbgrader generate_assignment --all --force
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis _site docs/_autosummary
