@@ -72,7 +72,7 @@ site: install
 
 # The students' versions of assignments/source/* (solutions and hidden tests removed) into assignments/release.
 assignments: install
-	cd assignments && ../$(BIN)/nbgrader generate_assignment --all --force
+	cd assignments && PATH="$(abspath $(BIN)):$$PATH" nbgrader generate_assignment --all --force
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis _site docs/_autosummary

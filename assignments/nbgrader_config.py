@@ -1,10 +1,10 @@
 # nbgrader's configuration of the minivit assignment kit: this folder is the course directory (tooling).
 #   source/<assignment>/<assignment>.ipynb   the instructor's versions, with solutions and tests (committed)
 #   release/, submitted/, autograded/, feedback/, gradebook.db   what nbgrader writes (ignored by git)
-# `make assignments` (or `nbgrader generate_assignment --all` here) writes the students' versions to release/.
+# Run nbgrader inside this folder (the course root is the working directory): `make assignments` (or
+# `nbgrader generate_assignment --all` here) writes the students' versions to release/.
 c = get_config()  # noqa: F821 (nbgrader's config loader provides it)
 
-c.CourseDirectory.root = "."  # this folder, from wherever nbgrader runs with `--config` or from inside it
 c.CourseDirectory.course_id = "minivit"
 # Each assignment runs in well under 3 CPU-minutes; a cell that runs longer than this when autograded is stuck.
 c.ExecutePreprocessor.timeout = 300
