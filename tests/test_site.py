@@ -47,6 +47,7 @@ pytestmark = [
 # Run in each page once it has loaded (and MathJax has typeset it): what the tests below check.
 INSPECT = """async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  await document.fonts.ready;  // MathJax's fonts too: none may be cut off by the next page's load
   const skip = 'pre, code, script, style, textarea, mjx-container, .highlight';
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   const raw = [];
@@ -98,7 +99,8 @@ def seen(site: Path) -> dict:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/"
     shots = os.environ.get("MINIVIT_SITE_SCREENSHOTS")
-    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
+    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
+                   if not p.relative_to(site).as_posix().startswith("_static/"))  # the theme's templates are no pages
     seen = {}
     try:
         with sync_playwright() as pw:
@@ -122,9 +124,13 @@ def seen(site: Path) -> dict:
                 else:
                     found = page.evaluate(INSPECT)
                 seen[path] = {**found, "errors": list(current["errors"]), "outside": list(current["outside"])}
-                if shots and path in SCREENSHOTS:
+                if shots and path in SCREENSHOTS:  # the top of the page, its first figure and display equation
+                    stem = Path(shots) / path.replace("/", "__")
                     Path(shots).mkdir(parents=True, exist_ok=True)
-                    page.screenshot(path=str(Path(shots) / (path.replace("/", "__") + ".png")), full_page=False)
+                    page.screenshot(path=f"{stem}.png")
+                    for what, selector in (("figure", ".cell_output img"), ("equation", "div.math")):
+                        if page.locator(selector).count():
+                            page.locator(selector).first.screenshot(path=f"{stem}.{what}.png")
             browser.close()
     finally:
         server.shutdown()
