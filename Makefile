@@ -72,7 +72,8 @@ site: install
 
 # The students' versions of assignments/source/* (solutions and hidden tests removed) into assignments/release.
 assignments: install
-	cd assignments && PATH="$(abspath $(BIN)):$$PATH" nbgrader generate_assignment --all --force
+	cd assignments && for a in source/*/; do \
+		PATH="$(abspath $(BIN)):$$PATH" nbgrader generate_assignment "$$(basename $$a)" --force || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis _site docs/_autosummary

@@ -2,7 +2,7 @@
 #   source/<assignment>/<assignment>.ipynb   the instructor's versions, with solutions and tests (committed)
 #   release/, submitted/, autograded/, feedback/, gradebook.db   what nbgrader writes (ignored by git)
 # Run nbgrader inside this folder (the course root is the working directory): `make assignments` (or
-# `nbgrader generate_assignment --all` here) writes the students' versions to release/.
+# `nbgrader generate_assignment NAME` here) writes the students' versions to release/.
 c = get_config()  # noqa: F821 (nbgrader's config loader provides it)
 
 c.CourseDirectory.course_id = "minivit"
