@@ -61,8 +61,9 @@ html_theme_options = {
     "show_toc_level": 2,
     "navigation_with_keys": False,
     "use_download_button": True,
-    "default_mode": "auto",  # light or dark as the reader's system asks (unset, the theme logs a console error)
 }
+# Light or dark as the reader's system asks (the theme reads it from the context; unset, it logs a console error).
+html_context = {"default_mode": "auto"}
 html_static_path = []
 html_extra_path = ["_extra"]  # index.html at the site's root: a redirect to docs/index.html, the front page
 
