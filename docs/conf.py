@@ -1,6 +1,6 @@
 """Sphinx configuration of the course site (`make site`): tooling, introduced in no notebook.
 
-The source folder is the repository root (`sphinx-build -c docs . _site`), so the README's links
+The source folder is the repository root (docs/build.py: `sphinx -c docs . OUT/html`), so the README's links
 (`notebooks/01_patches.ipynb`, `benchmarks/README.md`) resolve as they do on GitHub; `include_patterns` picks the
 pages: the README and its two neighbours, the ten notebooks (rendered from their committed outputs, never
 re-executed) and docs/ (the front page and the API reference, generated from the package's docstrings).
