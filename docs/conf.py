@@ -35,7 +35,6 @@ extensions = [
     "myst_nb",  # .ipynb and .md pages (MyST markdown)
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
-    "sphinx.ext.viewcode",
     "sphinx.ext.mathjax",
 ]
 
