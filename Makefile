@@ -11,7 +11,7 @@ TORCH_VARIANT ?= auto
 # Run as root (containers), JupyterLab needs --allow-root.
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help install data lab test unit notebooks smoke bench gpu-bundle clean
+.PHONY: help install data lab test unit notebooks smoke bench gpu-bundle site assignments clean
 
 help:
 	@echo "make lab        open the course notebooks in JupyterLab (sets everything up first)"
@@ -21,6 +21,8 @@ help:
 	@echo "make data       link the offline data sets into data/ (or note they will download)"
 	@echo "make bench      run the CPU benchmarks (benchmarks/)"
 	@echo "make gpu-bundle NB=04   gpu-bundle/: wheels and notebook 04's data for a GPU machine without internet"
+	@echo "make site       build the course site (notebooks as last run, README, API reference) into _site/html"
+	@echo "make assignments  generate the students' versions of the nbgrader assignments into assignments/release"
 
 install: $(BIN)/.installed
 
@@ -74,5 +76,14 @@ gpu-bundle: install
 	@test -n "$(NB)" || { echo "name a notebook: make gpu-bundle NB=04"; exit 2; }
 	$(BIN)/python -m minivit.gpu bundle $(NB) $(BUNDLE_ARGS)
 
+# The course site: Sphinx + myst-nb, the notebooks' committed outputs (not re-run), warnings as errors; offline.
+site: install
+	$(BIN)/python docs/build.py _site
+
+# The students' versions of assignments/source/* (solutions and hidden tests removed) into assignments/release.
+assignments: install
+	cd assignments && for a in source/*/; do \
+		PATH="$(abspath $(BIN)):$$PATH" nbgrader generate_assignment "$$(basename $$a)" --force || exit 1; done
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis _site docs/_autosummary

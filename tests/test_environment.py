@@ -21,3 +21,10 @@ def test_environment_matches_pyproject():
     python = next(d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python"))
     minimum = re.search(r">=\s*3\.(\d+)", project["requires-python"]).group(1)
     assert int(python.split("=")[-1].split(".")[1]) >= int(minimum)
+
+
+def test_dev_holds_every_other_extra():
+    """[dev] is what `make install`, CI and environment.yml install: a narrower extra ([docs]) adds nothing to it."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for name, requirements in extras.items():
+        assert set(requirements) <= set(extras["dev"]), f"[{name}] asks for {set(requirements) - set(extras['dev'])}, not in [dev]"

@@ -1,0 +1,148 @@
+"""The nbgrader assignment kit (assignments/): each assignment through nbgrader's own commands, offline.
+
+Tooling test. For each assignment, in a course folder of its own: `nbgrader generate_assignment` makes the
+students' version; it must hold none of the solutions' text. Then three submissions go through one
+`nbgrader autograde`: the instructor's source (every autograded cell gets full marks), the released version
+unanswered (0 on every autograded cell, and the autograder finishes), and the source with one deliberately wrong
+answer (it loses exactly the points of the cell that checks that answer). Scores are read from nbgrader's gradebook.
+
+Skipped, saying why, where nbgrader is not installed (it is in [dev]); B and C need CIFAR-10 (`make data`).
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+KIT = ROOT / "assignments"
+HAVE_NBGRADER = importlib.util.find_spec("nbgrader") is not None
+
+
+def _have_cifar10() -> bool:
+    from minivit.data import load_dataset
+    try:
+        load_dataset("cifar10", "test", download=False)
+        return True
+    except FileNotFoundError:
+        return False
+
+
+NEEDS_CIFAR10 = pytest.mark.skipif(not _have_cifar10(), reason="CIFAR-10 is not on this machine (make data)")
+# assignment -> (the solution cell to spoil, its text, the wrong text, the test cell that must lose its points)
+WRONG = {
+    "a_patches_and_attention": (
+        "patchify", "grid = grid.permute(0, 2, 4, 3, 5, 1)", "grid = grid.permute(0, 2, 4, 1, 3, 5)", "test_patchify"),
+    "b_higher_resolution": ("finetune", "        optimizer.step()\n", "", "test_finetune"),
+    "c_inspecting_vit": (
+        "distance", "    a = a / a.sum(dim=-1, keepdim=True)  # rows sum to 1 over the patches\n", "", "test_distance"),
+}
+ASSIGNMENTS = [
+    pytest.param("a_patches_and_attention"),
+    pytest.param("b_higher_resolution", marks=NEEDS_CIFAR10),
+    pytest.param("c_inspecting_vit", marks=NEEDS_CIFAR10),
+]
+
+pytestmark = pytest.mark.skipif(not HAVE_NBGRADER, reason="nbgrader is not installed (pip install -e '.[dev]')")
+
+
+def test_every_assignment_is_tested():
+    assert sorted(p.name for p in (KIT / "source").iterdir() if p.is_dir()) == sorted(WRONG)
+
+
+def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run `nbgrader ARGS` in the course folder `course`; fail the test with its output if it fails."""
+    bin_dir = str(Path(sys.executable).parent)  # nbgrader runs `alembic` from PATH: this environment's
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    run = subprocess.run([sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={course}"],
+                         cwd=course, capture_output=True, text=True, timeout=900, env=env)
+    assert run.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    return run
+
+
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["cells"]
+
+
+def _text(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+def _solution_lines(cells: list[dict]) -> set[str]:
+    """The lines of the solutions (inside BEGIN/END SOLUTION, and the written answers), of 20 characters or more,
+    that appear nowhere else in the notebook."""
+    inside, outside = set(), set()
+    for cell in cells:
+        meta = cell["metadata"].get("nbgrader", {})
+        region = meta.get("solution") and cell["cell_type"] == "markdown"  # a written answer: the whole cell
+        for line in _text(cell).splitlines():
+            stripped = line.strip()
+            if stripped.startswith("### BEGIN SOLUTION"):
+                region = True
+            elif stripped.startswith("### END SOLUTION"):
+                region = False
+            elif len(stripped) >= 20:
+                (inside if region else outside).add(stripped)
+    return inside - outside
+
+
+def _submit(course: Path, name: str, student: str, cells: list[dict], like: Path) -> None:
+    nb = json.loads(like.read_text())
+    nb["cells"] = cells
+    folder = course / "submitted" / student / name
+    folder.mkdir(parents=True)
+    (folder / f"{name}.ipynb").write_text(json.dumps(nb, indent=1))
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_an_assignment_through_nbgrader(tmp_path, name):
+    course = tmp_path / "course"
+    shutil.copytree(KIT / "source" / name, course / "source" / name)
+    shutil.copy(KIT / "nbgrader_config.py", course)
+    source = course / "source" / name / f"{name}.ipynb"
+
+    nbgrader(course, "generate_assignment", name)
+    released = course / "release" / name / f"{name}.ipynb"
+    release_text = "\n".join(_text(c) for c in _cells(released))
+    solutions = _solution_lines(_cells(source))
+    assert len(solutions) >= 5, "the finder found too few solution lines to mean anything"
+    leaked = sorted(line for line in solutions if line in release_text)
+    assert not leaked, f"solution text in the students' version: {leaked}"
+    assert "BEGIN SOLUTION" not in release_text and "YOUR CODE HERE" in release_text
+    assert "YOUR ANSWER HERE" in release_text  # the written answer, cleared
+
+    cell, right, wrong, spoiled = WRONG[name]
+    spoilt_cells = _cells(source)
+    target = next(c for c in spoilt_cells if c["metadata"]["nbgrader"]["grade_id"] == cell)
+    assert right in _text(target), f"the wrong answer's anchor is no longer in cell {cell}"
+    target["source"] = _text(target).replace(right, wrong)
+    _submit(course, name, "full", _cells(source), source)
+    _submit(course, name, "blank", _cells(released), released)
+    _submit(course, name, "wrong", spoilt_cells, source)
+    nbgrader(course, "autograde", name)
+
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        scores = {}
+        for student in ("full", "blank", "wrong"):
+            notebook = gradebook.find_submission_notebook(name, name, student)
+            scores[student] = {g.name: (g.auto_score, g.max_score) for g in notebook.grades if g.cell_type == "code"}
+            written = [g for g in notebook.grades if g.cell_type == "markdown"]
+            assert written, "each assignment has a written answer"
+            if student == "blank":  # nbgrader scores an answer left as the stub 0 by itself
+                assert all(g.auto_score == 0 for g in written), [(g.name, g.auto_score) for g in written]
+            else:  # an answer written is left to the instructor
+                assert all(g.auto_score is None and g.needs_manual_grade for g in written), \
+                    [(g.name, g.auto_score, g.needs_manual_grade) for g in written]
+    tests = scores["full"]
+    assert len(tests) >= 3 and all(points > 0 for _, points in tests.values())
+    assert {k: s for k, (s, _) in scores["full"].items()} == {k: p for k, (_, p) in tests.items()}, \
+        f"the source does not get full marks: {scores['full']}"
+    assert all(score == 0 for score, _ in scores["blank"].values()), f"unanswered scores: {scores['blank']}"
+    lost = {k: p - scores["wrong"][k][0] for k, (_, p) in tests.items() if scores["wrong"][k][0] != p}
+    assert lost == {spoiled: tests[spoiled][1]}, f"one wrong answer in {cell} lost {lost}"
