@@ -254,7 +254,8 @@ def check_patchify(fn, verbose: bool = True) -> CheckResult:
 def check_resize_pos_embed(fn, verbose: bool = True) -> CheckResult:
     """02_class_token_and_positions: `fn(pos_embed (1, 1 + h*w, D), old_grid (h, w), new_grid (h', w'))
     -> (1, 1 + h'*w', D)`: the [class] entry kept, the patch entries laid out on their grid and resized
-    bicubically (as `minivit.resize_pos_embed`; the cases only enlarge, where antialiasing does nothing)."""
+    bicubically with antialiasing, as `minivit.resize_pos_embed` does. In PyTorch `antialias=True` also
+    changes the cubic kernel (PIL's, a = -0.5, against -0.75 without it), so it matters even when enlarging."""
     from .embeddings import resize_pos_embed
 
     def case(old, new, seed):
