@@ -15,6 +15,8 @@ recipe, model config, training and validation images (a fingerprint of their byt
 reuses a model another trained, and each still runs alone. Delete the folder to retrain. Trained or
 loaded, the model ends on the run's device. `train_or_load` is that cache, for any training function
 (`minivit.pretrain.pretrain_mpp_or_load` uses it too); `minivit.checkpoint` only saves and loads.
+`predict_or_load(model, data, name)` keeps a run's logits on a data set beside its checkpoint, so a later
+notebook does not predict the same images with the same model again.
 
 Introduced in 04_training_a_vit.ipynb.
 """
@@ -84,6 +86,39 @@ def fingerprint(data) -> str | None:
         h.update(str(tuple(t.shape)).encode())
         h.update(t.detach().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()[:16]
+
+
+def predict_or_load(model: nn.Module, data, name: str, device=None) -> torch.Tensor:
+    """`minivit.train.predict(model, data)`: the logits (n, K) on the CPU, kept beside the run's checkpoint
+    `checkpoint_dir()/<name>.pt` as `<name>.logits-<fingerprint of data>.pt`, so a later notebook that loads the
+    same run gets the logits of the same images without computing them again (06 reuses 04's ViT and CNN).
+
+    The file is keyed by the checkpoint's SHA-256: when the run is trained again, its old logits are computed
+    again and replaced (the name belongs to this cache). `model` must hold the checkpoint's weights (trained or
+    loaded by `Recipe.fit_or_load(..., name=name)`); anything else is refused with a ValueError, no file written."""
+    from .checkpoint import atomic_save
+    from .train import predict
+    path = checkpoint_dir() / f"{name}.pt"
+    if not path.exists():
+        raise ValueError(f"no checkpoint {path}: train or load the run first (Recipe.fit_or_load(..., name={name!r}))")
+    saved = read_checkpoint(path)["model"]
+    mine = unwrap(model).state_dict()
+    if saved.keys() != mine.keys() or any(not torch.equal(saved[k], mine[k].detach().cpu()) for k in saved):
+        raise ValueError(f"the model's weights are not those of {path}; predict_or_load caches only that run's logits")
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    key = {"checkpoint": hashlib.sha256(path.read_bytes()).hexdigest(), "data": fingerprint(data),
+           "device": device.type}  # bf16 autocast on a GPU gives other logits than float32 on the CPU
+    cache = checkpoint_dir() / f"{name}.logits-{key['data']}.pt"
+    if cache.exists():
+        try:
+            state = torch.load(cache, map_location="cpu", weights_only=True)
+        except Exception:  # unreadable: compute again and replace it
+            state = None
+        if isinstance(state, dict) and state.get("key") == key:
+            return state["logits"]
+    logits = predict(model, data, device=device)  # (n, K) on the CPU
+    atomic_save({"key": key, "logits": logits}, cache)
+    return logits
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,36 @@ def test_fit_or_load_trains_once_then_loads_the_same_model(tmp_path, monkeypatch
     assert len(h4) == 1  # another recipe: train again
 
 
+def test_predict_or_load_keeps_a_runs_logits_beside_its_checkpoint(tmp_path, monkeypatch):
+    from minivit.train import predict
+    monkeypatch.setenv("MINIVIT_DATA", str(tmp_path))
+    x, y = synthetic(32)
+    r = recipes.Recipe("t", "cifar10", n_per_class=None, epochs=1, batch_size=16, lr=1e-2, augment="none")
+    model = tiny_model(seed=0)
+    with pytest.raises(ValueError, match="no checkpoint"):  # nothing trained under that name yet
+        recipes.predict_or_load(model, (x, y), "tiny")
+    r.fit_or_load(model, (x, y), name="tiny", device="cpu")
+    first = recipes.predict_or_load(model, (x, y), "tiny")
+    assert torch.equal(first, predict(model, (x, y)))
+    cached = sorted((tmp_path / "checkpoints").glob("tiny.logits-*.pt"))
+    assert len(cached) == 1
+    torch.save({"key": torch.load(cached[0], weights_only=True)["key"], "logits": first + 1}, cached[0])
+    assert torch.equal(recipes.predict_or_load(model, (x, y), "tiny"), first + 1)  # read from the file, not computed
+    other = recipes.predict_or_load(model, (x[:8], y[:8]), "tiny")  # other images: their own file
+    assert torch.equal(other, predict(model, (x[:8], y[:8])))
+    assert len(list((tmp_path / "checkpoints").glob("tiny.logits-*.pt"))) == 2
+    stranger = tiny_model(seed=1)  # not the checkpoint's weights: refused, no file written
+    with pytest.raises(ValueError, match="not those of"):
+        recipes.predict_or_load(stranger, (x[:4], y[:4]), "tiny")
+    assert len(list((tmp_path / "checkpoints").glob("tiny.logits-*.pt"))) == 2
+    r.fit_or_load(tiny_model(seed=2), (x, y), name="tiny", device="cpu", lr=5e-3)  # the run trained again, replaced
+    retrained = tiny_model(seed=3)
+    r.fit_or_load(retrained, (x, y), name="tiny", device="cpu", lr=5e-3)  # loaded
+    assert torch.equal(recipes.predict_or_load(retrained, (x, y), "tiny"), predict(retrained, (x, y)))  # stale file not used
+    cached[0].write_bytes(b"not a tensor file")  # unreadable: computed again and replaced
+    assert torch.equal(recipes.predict_or_load(retrained, (x, y), "tiny"), predict(retrained, (x, y)))
+
+
 def test_fingerprint_tells_data_apart():
     x, y = synthetic(8)
     assert recipes.fingerprint((x, y)) == recipes.fingerprint((x.clone(), y.clone()))
