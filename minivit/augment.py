@@ -97,7 +97,8 @@ def rand_augment(name: str, num_ops: int = 2, magnitude: int = 9):
     """Per-image augmentation: pad-and-crop (1/8 of the side), flip, then RandAugment (Cubuk et al., 2020) with
     `num_ops` random operations of strength `magnitude` (of 31) -- all torchvision's `transforms.v2`. A callable
     on one uint8 image (C, H, W) -> uint8 (C, H, W), drawing from torch's RNG; `fit(transform=..., workers=...)`
-    runs it in DataLoader worker processes, each seeded from fit's seed."""
+    runs it in DataLoader worker processes, each seeded from fit's seed. The full recipes use `BatchRandAugment`
+    instead (the same distribution, on the GPU): this CPU pipeline set the pace of their runs (module docstring)."""
     from torchvision.transforms import v2
     if name not in _BASIC_PADDING:
         raise ValueError(f"unknown data set {name!r}; expected one of {sorted(_BASIC_PADDING)}")
@@ -184,12 +185,16 @@ class BatchRandAugment:
             op = _randint(len(_RA_OPS), B, generator, images.device)  # (B,)
             negative = (_rand(B, generator, images.device) <= 0.5) & signed[op]  # (B,) as torchvision draws it
             group = op * 2 + negative  # (B,) one id per (operation, sign)
-            out = images.clone()
-            for g in group.unique().tolist():
-                idx = (group == g).nonzero().squeeze(1)  # (b,)
-                name = _RA_OPS[g // 2][0]
-                m = _magnitude(name, self.magnitude, H, W) * (-1.0 if g % 2 else 1.0)
-                out[idx] = apply_op(images[idx], name, m)
+            order = group.argsort()  # (B,) the images of each group together, groups in id order
+            counts = torch.bincount(group, minlength=2 * len(_RA_OPS)).tolist()  # one host sync a round
+            out, start = images.clone(), 0
+            for g, count in enumerate(counts):
+                if count:
+                    idx = order[start:start + count]  # (b,)
+                    name = _RA_OPS[g // 2][0]
+                    m = _magnitude(name, self.magnitude, H, W) * (-1.0 if g % 2 else 1.0)
+                    out[idx] = apply_op(images[idx], name, m)
+                    start += count
             images = out
         return images
 
