@@ -9,8 +9,8 @@ so no data loading), after a few untimed warm-up steps. For the loader: images/s
 RandAugment (crop and flip included) through `fit`'s Dataset in a DataLoader with N workers, for CIFAR-10 and
 Imagenette (`recipe.with_(workers=N)`; the recipes themselves run it batched on the GPU); and the median seconds of
 one batch of that batched RandAugment (`minivit.augment.BatchRandAugment`) for every (data set, batch size) the
-plan augments on the GPU. Writes benchmarks/results/gpu_step_times_<device>.json with the figures the plan reads, the device, torch
-version and the load average. `--max-batch 8 --device cpu` is a dry run that checks the script, not a measurement.
+plan augments on the GPU. Writes benchmarks/results/gpu_step_times_<device>.json with the figures the plan reads,
+the device, torch version and the load average. `--max-batch 8 --device cpu` is a dry run that checks the script, not a measurement.
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ Every notebook starts with
     epochs = profile.pick(quick=3, full=200)
 
 The profile is chosen by the machine (`choose`): "full" only on a CUDA GPU with bf16 tensor cores (compute
-capability >= 8.0) and at least `full_min_cores()` (8) CPU cores (the full profile is timed only on 16-core hosts); "quick" on
-any other GPU (a T4, a 2-core Colab machine), on Apple MPS and on the CPU. `print(profile)` says in one line what was
-chosen and why. It can be forced with the environment variable MINIVIT_PROFILE=quick|full (for example to
+capability >= 8.0) and at least `full_min_cores()` (8) CPU cores (the full profile is timed only on 16-core
+hosts); "quick" on any other GPU (a T4, a 2-core Colab machine), on Apple MPS and on the CPU. `print(profile)`
+says in one line what was chosen and why. It can be forced with the environment variable MINIVIT_PROFILE=quick|full (for example to
 run the quick notebooks on a GPU, or the full ones on a patient CPU). MINIVIT_SMOKE=1 adds
 the smoke run (`minivit.smoke`): the profile's code paths with a sliver of its work, so
 `MINIVIT_PROFILE=full MINIVIT_SMOKE=1` checks the GPU path on a CPU in minutes;

@@ -106,7 +106,7 @@ class Recipe:
     augment: str = "basic"  # batched on-device policy: "basic" (pad-crop + flip), "flip" or "none"
     rand_augment: tuple[int, int] | None = None  # (ops, magnitude) of RandAugment (with its own crop, flip), or None
     mixup: bool = False  # MixUp / CutMix on every batch
-    workers: int = 0  # RandAugment: 0 batched on the device (the recipes), > 0 per image in this many DataLoader workers
+    workers: int = 0  # RandAugment: 0 batched on the device (the recipes), > 0 per image in this many loader workers
     extra: dict = field(default_factory=dict, compare=False)  # anything else passed to fit (e.g. compile)
 
     def training_set(self, train, seed: int = 0):
