@@ -65,9 +65,10 @@ FIGURES = {
     "worker_start_s": 1.0,  # per fit with loader workers: forking them (not measured)
     # BatchRandAugment on the GPU, seconds per batch: a fixed part, its ~50 grouped calls' dispatch (2 rounds of up
     # to 23 (operation, sign) groups), measured on one core of the development CPU at 4-8 px, where the pixels cost
-    # nothing: 10 ms a batch of 256, 15-16 ms of 1,024 (2026-11-27), taken as the GPU's (its launches and the
-    # host syncs of the grouping are assumed to cost about what the CPU kernels' dispatch does: an estimate); plus
-    # the pixels at an H100's ~3 TB/s, about 50 passes over the batch as float32 (an estimate, an upper bound)
+    # nothing: 10-15 ms a batch of 256, 13-24 ms of 1,024 (2026-11-27, several runs beside other work), taken as
+    # the GPU's (its launches and the host syncs of the grouping are assumed to cost about what the CPU kernels'
+    # dispatch does: an estimate); plus the pixels at an H100's ~3 TB/s, about 50 passes over the batch as float32
+    # (an estimate, an upper bound)
     "rand_augment_batch_s": 0.016,
     "rand_augment_image_s": {"cifar10": 50 * 3 * 32 * 32 * 4 / 3e12, "imagenette": 50 * 3 * 128 * 128 * 4 / 3e12},
     "eval_images_per_s": 50000.0,  # evaluation / prediction passes

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 import torch.nn.functional as F
@@ -116,6 +117,7 @@ _RA_OPS = (("Identity", False), ("ShearX", True), ("ShearY", True), ("TranslateX
 _RA_BINS = 31  # torchvision's default num_magnitude_bins
 
 
+@lru_cache(maxsize=None)
 def _magnitude(op: str, magnitude: int, height: int, width: int) -> float:
     """The unsigned strength of `op` at bin `magnitude` for an image of height x width, from torchvision's table."""
     from torchvision.transforms import v2
