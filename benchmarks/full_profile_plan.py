@@ -1,16 +1,21 @@
-"""The full profile on one GPU, notebook by notebook: estimated minutes from step times and loader rates.
+"""The full profile on one GPU, notebook by notebook: estimated minutes from step times and augmentation costs.
 
     python benchmarks/full_profile_plan.py                                  # the table, from the figures in use
     python benchmarks/full_profile_plan.py --figures benchmarks/results/gpu_step_times_h100.json
 
 On a GPU the course's models are far too small to keep it busy: a training step costs a fixed launch and
-dispatch overhead plus its FLOPs at the GPU's rate, and per-image RandAugment runs on the CPU in DataLoader
-workers. `run_seconds` models the run structure: per epoch the steps or the workers' rounds of batches, whichever
-is longer, plus the refill (persistent workers start every epoch empty, so its first step waits one batch's
-build), the workers' start-up once per run, and CPU contention (14 workers beside the main process slow its
-kernel dispatch, so a loader-fed step has a larger overhead than one with the data on the GPU). A notebook is the
-sum of its runs plus a fixed start and its data's first decode. The table also gives 06
-and 08 on a fresh machine, without the checkpoints of 04 and 07 (they train them again).
+dispatch overhead plus its FLOPs at the GPU's rate. The full recipes (cifar10-full, imagenette-full) run
+RandAugment batched on the GPU (`minivit.augment.BatchRandAugment`, no loader workers): each step then also pays
+one batch's augmentation (`rand_augment_batch_s`, ESTIMATED until measured on a GPU: the CPU-side dispatch of its
+grouped calls, measured on the development CPU, plus its pixel work at an H100's bandwidth). Until 2026-11-27
+they ran it per image on the CPU in 14 DataLoader workers, which set the pace of 04, 06 and 08; `--loader`
+plans that pipeline (`recipe.with_(workers=14)`, still available), to compare with the runs measured then.
+`run_seconds` models a loader-fed run's structure: per epoch the steps or the workers' rounds of batches,
+whichever is longer, plus the refill (persistent workers start every epoch empty, so its first step waits one
+batch's build), the workers' start-up once per run, and CPU contention (14 workers beside the main process slow
+its kernel dispatch, so a loader-fed step has a larger overhead than one with the data on the GPU). A notebook is
+the sum of its runs plus a fixed start and its data's first decode. The table also gives 06 on a fresh machine,
+without the checkpoints of 04 (it trains them again).
 
 `RUNS` lists every training run the notebooks make in the full profile (their sizes read from `minivit.recipes`
 where they use a recipe); `FIGURES` holds the per-step overheads, the GPU's FLOP rate and the loader's images/s
@@ -44,8 +49,9 @@ GPU_CORES = 16  # CPU cores of the course's GPU machine (one H100): DataLoader w
 # Estimates until measured on a GPU (see the module docstring); a figures JSON replaces any of them.
 FIGURES = {
     "source": "estimated: step overheads and the loader's rate calibrated on the full-profile runs of 04, 05 and 06 "
-              "on one H100 (2026-11-27); FLOP rate from ViT-Ti/16's measured training throughput (2026-11-22); no "
-              "step time measured (benchmarks/gpu_step_times.py not run yet)",
+              "on one H100 (2026-11-27); FLOP rate from ViT-Ti/16's measured training throughput (2026-11-22); "
+              "batched RandAugment on the GPU estimated from the development CPU (not run on a GPU yet); no step "
+              "time measured (benchmarks/gpu_step_times.py not run yet)",
     "flops_per_s": 58.2e12,  # training FLOPs per second the GPU sustains on these models (bf16)
     # seconds per step beyond the FLOPs, data on the GPU and no loader workers (the main process alone): 05's
     # on-device compute sweep (2,940 steps of ViT-Nano/4 variants and ResNet-14) took about 24 s of its 166 s
@@ -57,14 +63,27 @@ FIGURES = {
     # took 49 s for 30 epochs (2,200 on one core of the 2-core development CPU; Imagenette scaled by the same 1.22)
     "loader_images_per_s_per_worker": {"cifar10": 2680.0, "imagenette": 1220.0},
     "worker_start_s": 1.0,  # per fit with loader workers: forking them (not measured)
+    # BatchRandAugment on the GPU, seconds per batch: a fixed part, its ~50 grouped calls' dispatch (2 rounds of up
+    # to 23 (operation, sign) groups), measured on one core of the development CPU at 4-8 px, where the pixels cost
+    # nothing: 10-15 ms a batch of 256, 13-24 ms of 1,024 (2026-11-27, several runs beside other work), taken as
+    # the GPU's (its launches and the host syncs of the grouping are assumed to cost about what the CPU kernels'
+    # dispatch does: an estimate); plus the pixels at an H100's ~3 TB/s, about 50 passes over the batch as float32
+    # (an estimate, an upper bound)
+    "rand_augment_batch_s": 0.016,
+    "rand_augment_image_s": {"cifar10": 50 * 3 * 32 * 32 * 4 / 3e12, "imagenette": 50 * 3 * 128 * 128 * 4 / 3e12},
     "eval_images_per_s": 50000.0,  # evaluation / prediction passes
     "start_s": 15.0,  # kernel start, imports, CUDA initialisation
     "decode_s": {"cifar10": 18.0, "fashion-mnist": 6.0, "imagenette": 16.0},  # first load of both splits
 }
 # The upper end of the range: a host whose cores build RandAugment batches no faster than the development CPU's,
-# 30% more per-step overhead (a busier host), and slower worker start-up.
+# 30% more per-step overhead (a busier host; batched RandAugment's dispatch included), slower worker start-up.
+# Not in the range: batched RandAugment on the GPU at twice its estimate would put 04 at 3.9 - 4.7 min and 05 at
+# 3.3 - 4.0 (over the budget at the upper end); only a GPU run (benchmarks/gpu_step_times.py) can tell.
 PESSIMISTIC = {"loader_images_per_s_per_worker": {"cifar10": 2200.0, "imagenette": 1000.0}, "overhead_scale": 1.3,
                "worker_start_s": 2.0}
+# 04 in the full profile as measured on one H100 with 16 host cores (2026-11-27), RandAugment per image in 14
+# workers (about 14,000 images/s from them): the "before" of the batched RandAugment, for `--loader`.
+MEASURED_04_LOADER_S = 286.0
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -115,6 +134,7 @@ class Run:
     batch_size: int
     loader: bool = False  # per-image RandAugment in DataLoader workers (else on-device augmentation)
     workers: int = 0  # the recipe's workers (capped by the GPU machine's cores)
+    gpu_rand_augment: bool = False  # RandAugment batched on the GPU (BatchRandAugment), a cost per step
     eval_images: int = 0  # images evaluated after every epoch (validation)
     extra_eval_images: int = 0  # images predicted once after training (test set, train-test gap, ...)
     repeat: int = 1  # identical runs (seeds, arms)
@@ -123,15 +143,20 @@ class Run:
 def from_recipe(what: str, model: str, recipe: recipes.Recipe, images: int, *, eval_images: int = 0,
                 extra_eval_images: int = 0, repeat: int = 1, **changes) -> Run:
     r = recipe.with_(**changes) if changes else recipe
-    return Run(what, model, r.dataset, images, r.epochs, r.batch_size, loader=r.rand_augment is not None,
-               workers=r.workers, eval_images=eval_images, extra_eval_images=extra_eval_images, repeat=repeat)
+    augments = r.rand_augment is not None
+    return Run(what, model, r.dataset, images, r.epochs, r.batch_size, loader=augments and r.workers > 0,
+               workers=r.workers, gpu_rand_augment=augments and not r.workers, eval_images=eval_images,
+               extra_eval_images=extra_eval_images, repeat=repeat)
 
 
-def notebook_runs(cold: bool = False) -> dict[str, list[Run]]:
+def notebook_runs(cold: bool = False, loader: bool = False) -> dict[str, list[Run]]:
     """Every full-profile training run, notebook by notebook (kept in step with the notebooks' profile.pick).
-    `cold`: a fresh machine, without 04's checkpoints for 06 (it trains them again)."""
-    c10 = recipes.get("cifar10", "full")
-    nette, nette64 = (recipes.get(n, "full") for n in ("imagenette", "imagenette64"))
+    `cold`: a fresh machine, without 04's checkpoints for 06 (it trains them again). `loader`: the RandAugment
+    recipes with per-image RandAugment in `FULL_LOADER_WORKERS` DataLoader workers (the recipes until 2026-11-27)."""
+    from minivit.profile import FULL_LOADER_WORKERS
+    workers = {"workers": FULL_LOADER_WORKERS} if loader else {}
+    c10 = recipes.get("cifar10", "full").with_(**workers)
+    nette, nette64 = recipes.get("imagenette", "full").with_(**workers), recipes.get("imagenette64", "full")
     vit04 = from_recipe("ViT-Micro/4", "ViT-Micro/4", c10, 50000, eval_images=2000, extra_eval_images=60000)
     cnn04 = from_recipe("ResNet-20-w2", "ResNet-20-w2", c10, 50000, eval_images=2000, extra_eval_images=60000)
     longer = math.ceil(c10.epochs * train_flops("R-S4+ViT-Micro/4") / train_flops("ViT-Micro/4"))  # 06's control
@@ -219,6 +244,21 @@ def step_seconds(model: str, batch_size: int, figures: dict, loaded: bool = Fals
     return scale * layers * figures["overhead_s"][fam] + extra + batch_size * train_flops(model) / figures["flops_per_s"]
 
 
+def rand_augment_key(dataset: str, batch_size: int) -> str:
+    """The key of a measured batched-RandAugment time in a figures JSON, e.g. "cifar10 b1024"."""
+    return f"{dataset} b{batch_size}"
+
+
+def rand_augment_seconds(dataset: str, batch_size: int, figures: dict) -> float:
+    """Seconds of one batch of `BatchRandAugment` on the GPU: measured when the figures have it, else the
+    estimate (a fixed dispatch cost plus the pixels), the dispatch scaled like a step's (`overhead_scale`)."""
+    measured = figures.get("rand_augment_s", {}).get(rand_augment_key(dataset, batch_size))
+    if measured is not None:
+        return measured
+    return (figures.get("overhead_scale", 1.0) * figures["rand_augment_batch_s"]
+            + batch_size * figures["rand_augment_image_s"][dataset])
+
+
 def run_seconds(run: Run, figures: dict) -> float:
     """Estimated seconds of one run (all its repeats).
 
@@ -228,9 +268,12 @@ def run_seconds(run: Run, figures: dict) -> float:
 
         max(build + steps x t_step,  ceil(steps / workers) x build + t_step)
 
-    plus, once per run, the workers' start-up. Runs with data on the GPU: steps x t_step."""
+    plus, once per run, the workers' start-up. Runs with data on the GPU: steps x t_step, plus one batch's
+    RandAugment per step when it runs batched on the GPU."""
     steps = -(-run.images // run.batch_size)
     t_step = step_seconds(run.model, run.batch_size, figures, loaded=run.loader)
+    if run.gpu_rand_augment:
+        t_step += rand_augment_seconds(run.dataset, run.batch_size, figures)
     epoch, start = steps * t_step, 0.0
     if run.loader:
         workers = max(1, min(run.workers, GPU_CORES - 2))
@@ -243,23 +286,24 @@ def run_seconds(run: Run, figures: dict) -> float:
     return run.repeat * (start + run.epochs * epoch + evals)
 
 
-def plan(figures: dict | None = None, cold: bool = False) -> dict[str, float]:
+def plan(figures: dict | None = None, cold: bool = False, loader: bool = False) -> dict[str, float]:
     """Estimated full-profile seconds per notebook, on one GPU of the given figures (default: `FIGURES`).
-    `cold`: 06 on a fresh machine, without the checkpoints of 04."""
+    `cold`: 06 on a fresh machine, without the checkpoints of 04. `loader`: RandAugment per image in loader
+    workers (`notebook_runs`)."""
     f = {**FIGURES, **(figures or {})}
     out = {}
-    for nb, runs in notebook_runs(cold).items():
+    for nb, runs in notebook_runs(cold, loader).items():
         datasets = set(NOTEBOOK_DATA.get(nb, ())) | {r.dataset for r in runs}
         start = f["start_s"] + sum(f["decode_s"][d] for d in datasets)
         out[nb] = start + sum(run_seconds(r, f) for r in runs)
     return out
 
 
-def plan_range(figures: dict | None = None, cold: bool = False) -> dict[str, tuple[float, float]]:
+def plan_range(figures: dict | None = None, cold: bool = False, loader: bool = False) -> dict[str, tuple[float, float]]:
     """(calibrated, pessimistic) estimated seconds per notebook: `plan` with the figures, then with `PESSIMISTIC`
     on top of them (the loader's rate of the development CPU's cores, 30% more step overhead)."""
-    low = plan(figures, cold)
-    high = plan({**(figures or {}), **PESSIMISTIC, "loader_images_per_s": {}}, cold)
+    low = plan(figures, cold, loader)
+    high = plan({**(figures or {}), **PESSIMISTIC, "loader_images_per_s": {}}, cold, loader)
     return {nb: (low[nb], high[nb]) for nb in low}
 
 
@@ -279,16 +323,24 @@ def main(argv=None) -> int:
     p.add_argument("--figures", type=Path, help="a JSON of measured figures (benchmarks/gpu_step_times.py); "
                    "default: benchmarks/results/gpu_step_times_<gpu>.json when it is there, else the estimates")
     p.add_argument("--gpu", default="h100", help="the GPU whose measured figures to look for (default: h100)")
+    p.add_argument("--loader", action="store_true", help="plan RandAugment per image in 14 DataLoader workers "
+                   "(the full recipes until 2026-11-27), to compare with the runs measured then")
     a = p.parse_args(argv)
     if a.figures:
         figures, said = json.loads(a.figures.read_text())["figures"], f"figures: from {a.figures}"
     else:
         figures, said = default_figures(a.gpu)
     print(said)
-    warm, cold = plan_range(figures), plan_range(figures, cold=True)
+    if a.loader:
+        print("RandAugment: per image in 14 DataLoader workers (--loader; the recipes until 2026-11-27)")
+    else:
+        print("RandAugment: batched on the GPU (the recipes), "
+              + ("measured" if "rand_augment_s" in (figures or {}) else "ESTIMATED: not yet run on a GPU"))
+    warm, cold = plan_range(figures, loader=a.loader), plan_range(figures, cold=True, loader=a.loader)
     print(f"{'notebook':40} {'est. min':>13}   runs  (est.: the calibrated figures - a pessimistic host)")
     for nb, (lo, hi) in warm.items():
-        runs = "; ".join(f"{r.what} ({r.repeat}x {r.epochs} ep)" for r in notebook_runs()[nb]) or "no training"
+        runs = "; ".join(f"{r.what} ({r.repeat}x {r.epochs} ep)" for r in notebook_runs(loader=a.loader)[nb]) \
+            or "no training"
         print(f"{nb:40} {lo / 60:>5.1f} - {hi / 60:<5.1f}   {runs}")
         if cold[nb] != (lo, hi):
             c_lo, c_hi = cold[nb]
@@ -297,6 +349,9 @@ def main(argv=None) -> int:
     total = [sum(v[i] for v in warm.values()) for i in (0, 1)]
     print(f"{'all ten':40} {total[0] / 60:>5.1f} - {total[1] / 60:<5.1f}   budget: each <= {BUDGET_EACH_S / 60:.0f} "
           f"min, all <= {BUDGET_ALL_S / 60:.0f} min (04 before 06 on one machine)")
+    if a.loader:
+        print(f"measured: 04 took {MEASURED_04_LOADER_S / 60:.1f} min with this pipeline on one H100 with 16 host "
+              "cores (2026-11-27): its loader ran slower there than the calibrated figures assume")
     return 0 if max(hi for _, hi in warm.values()) <= BUDGET_EACH_S and total[1] <= BUDGET_ALL_S else 1
 
 

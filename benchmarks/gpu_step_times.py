@@ -7,8 +7,10 @@ For every (model, batch size) pair that `full_profile_plan.notebook_runs()` trai
 training step (forward and backward under bf16 autocast on CUDA, AdamW step; random inputs already on the device,
 so no data loading), after a few untimed warm-up steps. For the loader: images/s of the full profile's per-image
 RandAugment (crop and flip included) through `fit`'s Dataset in a DataLoader with N workers, for CIFAR-10 and
-Imagenette. Writes benchmarks/results/gpu_step_times_<device>.json with the figures the plan reads, the device, torch
-version and the load average. `--max-batch 8 --device cpu` is a dry run that checks the script, not a measurement.
+Imagenette (`recipe.with_(workers=N)`; the recipes themselves run it batched on the GPU); and the median seconds of
+one batch of that batched RandAugment (`minivit.augment.BatchRandAugment`) for every (data set, batch size) the
+plan augments on the GPU. Writes benchmarks/results/gpu_step_times_<device>.json with the figures the plan reads,
+the device, torch version and the load average. `--max-batch 8 --device cpu` is a dry run that checks the script, not a measurement.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import full_profile_plan as planning  # noqa: E402
+from rand_augment_rate import batch_seconds  # noqa: E402
 from results_io import save_result  # noqa: E402
 
 from minivit.profile import default_device  # noqa: E402
@@ -116,10 +119,16 @@ def main(argv=None) -> int:
             w = min(w, os.cpu_count() or 1)
             loader[f"{dataset} w{w}"] = r = loader_rate(dataset, w, a.loader_images)
             print(f"RandAugment {dataset:10} {w:>2} workers: {r:>8.0f} images/s", flush=True)
+    rand_augment_s = {}
+    for dataset, batch in sorted({(r.dataset, r.batch_size) for runs in planning.notebook_runs().values()
+                                  for r in runs if r.gpu_rand_augment}):
+        b = min(batch, a.max_batch) if a.max_batch else batch
+        rand_augment_s[planning.rand_augment_key(dataset, batch)] = t = batch_seconds(dataset, b, device, a.steps)
+        print(f"batched RandAugment {dataset:10} batch {b:>5}: {1e3 * t:8.2f} ms/batch", flush=True)
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
     figures = {"source": f"measured by benchmarks/gpu_step_times.py on {gpu}, torch {torch.__version__}"
                          + (" (dry run: batches capped, not a measurement)" if a.max_batch else ""),
-               "step_s": step_s, "loader_images_per_s": loader}
+               "step_s": step_s, "loader_images_per_s": loader, "rand_augment_s": rand_augment_s}
     name = a.name or ("dry-run" if a.max_batch else gpu.split()[-1].lower())
     save_result(f"gpu_step_times_{name}", {"device": gpu, "torch": torch.__version__, "cpu_count": os.cpu_count(),
                                            "load_before": load_before, "load_after": os.getloadavg(),

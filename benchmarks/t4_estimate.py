@@ -9,7 +9,8 @@ Tooling (no notebook introduces it). Two tables:
    its tensor cores (`autocast_dtype`); the FLOP rate is a range (`T4_FLOPS`), the per-step overheads are the
    H100's times `T4_OVERHEAD_FACTOR` (a slower host dispatches the same kernels), and the loader gets the plan's
    per-worker rates with the 2 cores the machine has (the plan keeps 2 cores for the main process and the
-   pin-memory thread, so 1 worker).
+   pin-memory thread, so 1 worker): the full recipes of then, RandAugment per image in loader workers (the plan's
+   `loader=True`; since 2026-11-27 they run it batched on the GPU).
 2. The quick profile on a T4, which `choose` now picks there: bounded above by the measured one-at-a-time CPU
    times of the quick profile on the course's 2-core machine (`QUICK_CPU_S`), on the assumptions that a T4 never
    trains these models slower than 2 CPU cores do and that a Colab machine's 2 cores are about as fast as the
@@ -39,7 +40,7 @@ def full_on_t4(flops_per_s: float) -> dict[str, float]:
                "overhead_s": {k: v * T4_OVERHEAD_FACTOR for k, v in plan.FIGURES["overhead_s"].items()}}
     saved, plan.GPU_CORES = plan.GPU_CORES, T4_CORES
     try:
-        return plan.plan(figures)
+        return plan.plan(figures, loader=True)
     finally:
         plan.GPU_CORES = saved
 

@@ -9,9 +9,9 @@ Every notebook starts with
     epochs = profile.pick(quick=3, full=200)
 
 The profile is chosen by the machine (`choose`): "full" only on a CUDA GPU with bf16 tensor cores (compute
-capability >= 8.0) and at least `full_min_cores()` (8) CPU cores for the full recipes' loader workers; "quick" on
-any other GPU (a T4, a 2-core Colab machine), on Apple MPS and on the CPU. `print(profile)` says in one line what was
-chosen and why. It can be forced with the environment variable MINIVIT_PROFILE=quick|full (for example to
+capability >= 8.0) and at least `full_min_cores()` (8) CPU cores (the full profile is timed only on 16-core
+hosts); "quick" on any other GPU (a T4, a 2-core Colab machine), on Apple MPS and on the CPU. `print(profile)`
+says in one line what was chosen and why. It can be forced with the environment variable MINIVIT_PROFILE=quick|full (for example to
 run the quick notebooks on a GPU, or the full ones on a patient CPU). MINIVIT_SMOKE=1 adds
 the smoke run (`minivit.smoke`): the profile's code paths with a sliver of its work, so
 `MINIVIT_PROFILE=full MINIVIT_SMOKE=1` checks the GPU path on a CPU in minutes;
@@ -29,9 +29,11 @@ import torch
 
 PROFILES = ("quick", "full")  # the valid profile names
 ENV_VAR = "MINIVIT_PROFILE"  # environment variable that overrides the choice by device
-# DataLoader workers of the full profile's RandAugment recipes (`minivit.recipes`: cifar10-full, imagenette-full),
-# sized for the course's 16-core GPU machine: 14 workers, the main process and the pin-memory thread.
+# DataLoader workers for the per-image RandAugment pipeline on the course's 16-core GPU machine (14 workers, the
+# main process and the pin-memory thread), e.g. `recipes.get("cifar10", "full").with_(workers=FULL_LOADER_WORKERS)`.
+# The full recipes used them until 2026-11-27; they now run RandAugment batched on the GPU, with no workers.
 FULL_LOADER_WORKERS = 14
+FULL_MIN_CORES = 8  # CPU cores the full profile asks for (`full_min_cores` says why)
 FULL_MIN_CAPABILITY = (8, 0)  # CUDA compute capability of bf16 tensor cores (Ampere); a T4 (7.5) emulates bf16
 
 
@@ -54,15 +56,14 @@ def cpu_cores() -> int:
 
 
 def full_min_cores() -> int:
-    """CPU cores the full profile needs: half its recipes' loader workers (`FULL_LOADER_WORKERS`, 14), plus one for
-    the main process -- 8.
+    """CPU cores the full profile asks for: `FULL_MIN_CORES`, 8.
 
-    Why half: `fit` caps the workers at the cores, and the per-image RandAugment loader sets the pace of 04, 06 and
-    08's long runs, so on 8 cores those run at about half the planned loader rate, up to about twice their planned
-    minutes (an estimate from the plan's per-core rates, `benchmarks/full_profile_plan.py`): within the 10 minutes
-    per notebook. On 2 cores (Colab) the loader gets a seventh of the workers, and 04 alone takes 25-40 minutes
-    (estimate, `../shared/reviews/full-profile-audit-2.md`)."""
-    return FULL_LOADER_WORKERS // 2 + 1
+    Why: the full profile's notebooks have been timed only on GPU hosts with 16 cores (one H100, 2026-11-27), so
+    a host with far fewer is untested. The number 8 comes from when the full recipes ran RandAugment per image in
+    14 DataLoader workers (half of them plus the main process); since they run it batched on the GPU
+    (`minivit.augment.BatchRandAugment`) that reason is gone, and 8 is kept as a cautious floor, not a measured
+    need: no run on fewer cores has been timed."""
+    return FULL_MIN_CORES
 
 
 def choose(device: torch.device) -> tuple[str, str]:
@@ -82,7 +83,7 @@ def choose(device: torch.device) -> tuple[str, str]:
         missing.append(f"compute capability {major}.{minor} < {FULL_MIN_CAPABILITY[0]}.{FULL_MIN_CAPABILITY[1]} "
                        "(no bf16 tensor cores)")
     if cores < needed:
-        missing.append(f"{cores} CPU cores < {needed} for the full profile's loader")
+        missing.append(f"{cores} CPU cores < {needed} (the full profile is timed only on 16-core hosts)")
     if missing:
         return "quick", f"chosen: quick on this GPU, {' and '.join(missing)}; {override}"
     return "full", (f"chosen: CUDA GPU of compute capability {major}.{minor} (bf16 tensor cores) and {cores} CPU "

@@ -6,7 +6,11 @@
 
 A `Recipe` is a frozen dataclass: the data (how many training images per class), the optimisation
 (`fit`'s arguments), and the augmentation -- a batched on-device policy (`minivit.augment.make_augment`)
-and, for the full profile, per-image RandAugment in DataLoader workers and MixUp/CutMix. Notebooks that
+and, for the full profile, RandAugment and MixUp/CutMix. The full recipes run RandAugment batched on the GPU
+(`minivit.augment.BatchRandAugment`, through `fit(augment=...)`, no DataLoader workers, the uint8 set kept on the
+GPU): with torchvision's per-image RandAugment in 14 DataLoader workers the CPU set the pace (measured on one
+H100 with 16 cores, 2026-11-27: about 3.5 s an epoch of CIFAR-10 for a ViT and a ResNet alike). `workers > 0`
+still selects that per-image pipeline (`recipe.with_(workers=14)`), with the same distribution. Notebooks that
 compare models (a ViT and a CNN, a pure ViT and a hybrid) train each with the same recipe.
 
 `Recipe.fit_or_load(model, train, val, name=...)` trains and saves the model under
@@ -33,7 +37,6 @@ from torch import nn
 
 from .checkpoint import read_checkpoint, save_checkpoint, unwrap
 from .history import History
-from .profile import FULL_LOADER_WORKERS
 
 
 def checkpoint_dir() -> Path:
@@ -136,9 +139,9 @@ class Recipe:
     label_smoothing: float = 0.0  # of the training loss
     clip_grad: float | None = 1.0  # global gradient-norm clipping
     augment: str = "basic"  # batched on-device policy: "basic" (pad-crop + flip), "flip" or "none"
-    rand_augment: tuple[int, int] | None = None  # (ops, magnitude) of per-image RandAugment, or None
+    rand_augment: tuple[int, int] | None = None  # (ops, magnitude) of RandAugment (with its own crop, flip), or None
     mixup: bool = False  # MixUp / CutMix on every batch
-    workers: int = 0  # DataLoader worker processes for the per-image augmentation
+    workers: int = 0  # RandAugment: 0 batched on the device (the recipes), > 0 per image in this many loader workers
     extra: dict = field(default_factory=dict, compare=False)  # anything else passed to fit (e.g. compile)
 
     def training_set(self, train, seed: int = 0):
@@ -148,12 +151,14 @@ class Recipe:
 
     def fit_kwargs(self, num_classes: int | None = None) -> dict[str, Any]:
         """The arguments this recipe passes to `minivit.train.fit` (augmentation objects built here)."""
-        from .augment import make_augment, mixup_cutmix, rand_augment
+        from .augment import BatchRandAugment, make_augment, mixup_cutmix, rand_augment
         kwargs = dict(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, weight_decay=self.weight_decay,
                       warmup_epochs=self.warmup_epochs, label_smoothing=self.label_smoothing,
                       clip_grad=self.clip_grad, **self.extra)
-        if self.rand_augment is not None:  # per-image pipeline (it includes its own crop and flip)
+        if self.rand_augment is not None and self.workers:  # per image on the CPU (with its own crop and flip)
             kwargs.update(transform=rand_augment(self.dataset, *self.rand_augment), workers=self.workers)
+        elif self.rand_augment is not None:  # the same, batched on the batch's device
+            kwargs["augment"] = BatchRandAugment(self.dataset, *self.rand_augment)
         elif self.augment != "none":
             kwargs["augment"] = make_augment(self.dataset, self.augment)
         if self.mixup:
@@ -223,20 +228,19 @@ RECIPES: dict[str, Recipe] = {
     "cifar10-quick": Recipe("cifar10-quick", "cifar10", n_per_class=500, epochs=3, batch_size=125, lr=2e-3,
                             warmup_epochs=1.0, label_smoothing=0.1, augment="basic"),
     # full: sized for one H100 within the course's budget (each notebook <= 4 min): these small models are bound by
-    # per-step overhead and CPU-side RandAugment, not FLOPs, so big batches (fewer steps) and loader workers up to
-    # the cores (fit caps them); `benchmarks/full_profile_plan.py` estimates each notebook's minutes. 25 epochs (30
-    # until 2026-11-27, when 04 passed in 174 s on an H100): so that 04 stays under 4 min even on a slower host.
+    # per-step overhead, not FLOPs, so big batches (fewer steps); RandAugment batched on the GPU (until 2026-11-27
+    # per image in 14 loader workers, which set the pace: 04 took 286 s on one H100 with 16 cores, measured);
+    # `benchmarks/full_profile_plan.py` estimates each notebook's minutes. 25 epochs (30 until 2026-11-27, when 04
+    # passed in 174 s on an H100): so that 04 stays under 4 min even on a slower host.
     "cifar10-full": Recipe("cifar10-full", "cifar10", n_per_class=None, epochs=25, batch_size=1024, lr=2e-3,
-                           warmup_epochs=3.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True,
-                           workers=FULL_LOADER_WORKERS),
+                           warmup_epochs=3.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True),
     # Imagenette at 128 px (notebook 08). quick, for ViT-Nano/16: 3 epochs (222 steps), about 2 minutes on one thread
     # of 2 CPU cores, about 40% validation accuracy (4 epochs gave 45%); the position embeddings learn the grid,
-    # attention stays near uniform. full: not calibrated on a GPU here (RandAugment in 8 workers sets the pace).
+    # attention stays near uniform. full: not calibrated on a GPU here (RandAugment batched on the GPU).
     "imagenette-quick": Recipe("imagenette-quick", "imagenette", n_per_class=None, epochs=3, batch_size=128, lr=2e-3,
                                warmup_epochs=0.5, label_smoothing=0.1, augment="basic"),
     "imagenette-full": Recipe("imagenette-full", "imagenette", n_per_class=None, epochs=60, batch_size=256, lr=1e-3,
-                              warmup_epochs=5.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True,
-                              workers=FULL_LOADER_WORKERS),
+                              warmup_epochs=5.0, label_smoothing=0.1, rand_augment=(2, 9), mixup=True),
     # Imagenette at 64 px, to pre-train at a low resolution before fine-tuning at 128 px (notebook 07): train on
     # `recipe.training_set(train).resized(64)`. Mirror only: the crops sized for 128 px do not fit 64-px images.
     # quick: 3 epochs (222 steps), sized with the mosaics' so that notebook 07 fits its 3 CPU minutes: the live run

@@ -4,8 +4,8 @@ Introduced in 00_start_here.ipynb (the profile line then says "smoke").
 
     MINIVIT_PROFILE=full MINIVIT_SMOKE=1 pytest --nbval-lax notebooks/
 
-runs the notebooks' *full* profile on a CPU in minutes: the same presets, recipes, RandAugment in DataLoader
-workers, MixUp/CutMix, label smoothing, `fit_or_load` keys and bf16 paths (on CUDA), so a crash the GPU would
+runs the notebooks' *full* profile on a CPU in minutes: the same presets, recipes, batched RandAugment,
+MixUp/CutMix, label smoothing, `fit_or_load` keys and bf16 paths (on CUDA), so a crash the GPU would
 meet (a tensor on the wrong device, a recipe that cannot be built, a cell that assumes the quick profile's sizes)
 shows up on any machine. Only the amount of work shrinks, inside the library, where data is loaded and runs are
 sized -- never by editing a notebook's values:

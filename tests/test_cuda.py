@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from minivit import HybridEmbed, ViT, count_flops, resnet_s4_backbone
-from minivit.augment import mixup_cutmix, rand_augment
+from minivit.augment import BatchRandAugment, mixup_cutmix, rand_augment
 from minivit.data import ImageDataset
 from minivit.train import evaluate, fit
 from tests.conftest import TINY
@@ -27,6 +27,18 @@ def test_fit_with_workers_mixing_and_bf16_on_cuda():
             mix=mixup_cutmix(10), device="cuda", progress=False, compile=False)
     assert len(h) == 2 and next(model.parameters()).is_cuda and torch.isfinite(torch.tensor(h.train_loss)).all()
     assert 0.0 <= evaluate(model, data)["acc"] <= 1.0
+
+
+def test_batched_rand_augment_on_cuda_is_reproducible_and_trains():
+    images = _cifar_like(256).images
+    ra = BatchRandAugment("cifar10")
+    y = ra(images.cuda(), torch.Generator("cuda").manual_seed(0))
+    assert y.is_cuda and y.dtype == torch.uint8 and y.shape == images.shape
+    assert torch.equal(y, ra(images.cuda(), torch.Generator("cuda").manual_seed(0)))  # reproducible on the GPU
+    model = ViT.from_preset("ViT-Nano/4")
+    h = fit(model, _cifar_like(), epochs=1, batch_size=32, augment=ra, mix=mixup_cutmix(10), device="cuda",
+            progress=False)
+    assert torch.isfinite(torch.tensor(h.train_loss)).all()
 
 
 def test_set_image_size_and_hybrid_on_cuda():

@@ -33,9 +33,10 @@ def test_a_fresh_machine_trains_the_checkpoints_again():
 
 
 def test_the_time_model_reproduces_the_measured_gpu_runs():
-    # the full-profile runs on one H100 of 2026-11-27 (README), with the sizes they had then (30 epochs): training
-    # cells of 04 (ViT 67 s, CNN 49 s), 06 (its hybrid and a depth-7 ViT, 160 s) and 05's data sweep (124 s)
-    c10 = planning.recipes.get("cifar10", "full").with_(epochs=30)
+    # the full-profile runs on one H100 of 2026-11-27 (README), with the sizes and the pipeline they had then (30
+    # epochs, RandAugment in 14 loader workers): training cells of 04 (ViT 67 s, CNN 49 s), 06 (its hybrid and a
+    # depth-7 ViT, 160 s) and 05's data sweep (124 s)
+    c10 = planning.recipes.get("cifar10", "full").with_(epochs=30, workers=14)
     run = planning.from_recipe
     measured = {
         "04 ViT": ([run("v", "ViT-Micro/4", c10, 50000, eval_images=2000)], 67),
@@ -71,6 +72,30 @@ def test_the_plan_follows_the_recipes(monkeypatch):
     assert planning.plan()["04_training_a_vit"] > 1.3 * before
 
 
+def test_the_recipes_rand_augment_is_planned_on_the_gpu_or_in_loader_workers():
+    for loader in (False, True):
+        runs = [r for nb in ("04_training_a_vit", "06_hybrid", "08_inspecting_vit")
+                for r in planning.notebook_runs(loader=loader)[nb]]
+        augmented = [r for r in runs if r.loader or r.gpu_rand_augment]
+        assert augmented and all(r.loader == loader and r.gpu_rand_augment != loader for r in augmented)
+    # on the GPU each step pays one batch's augmentation, and no loader: 04 is planned faster than with workers
+    run = planning.Run("x", "ViT-Micro/4", "cifar10", 50000, 1, 1024, gpu_rand_augment=True)
+    plain = replace(run, gpu_rand_augment=False)
+    extra = planning.run_seconds(run, planning.FIGURES) - planning.run_seconds(plain, planning.FIGURES)
+    assert extra == pytest.approx(49 * planning.rand_augment_seconds("cifar10", 1024, planning.FIGURES))
+    measured = {**planning.FIGURES, "rand_augment_s": {planning.rand_augment_key("cifar10", 1024): 0.1}}
+    assert planning.rand_augment_seconds("cifar10", 1024, measured) == 0.1  # a measured figure replaces it
+    assert planning.plan()["04_training_a_vit"] < planning.plan(loader=True)["04_training_a_vit"]
+
+
+def test_the_output_labels_the_batched_augmentation_and_the_loader_case(capsys):
+    planning.main([])
+    assert "RandAugment: batched on the GPU (the recipes), ESTIMATED" in capsys.readouterr().out
+    planning.main(["--loader"])
+    out = capsys.readouterr().out
+    assert "per image in 14 DataLoader workers" in out and "measured: 04 took 4.8 min" in out
+
+
 def test_measured_figures_replace_the_estimates():
     run = planning.Run("x", "ViT-Nano/4", "cifar10", 1000, 1, 100)
     figures = {**planning.FIGURES, "step_s": {planning.step_key("ViT-Nano/4", 100): 1.0}}
@@ -85,4 +110,5 @@ def test_the_step_time_script_writes_what_the_plan_reads(tmp_path):
     assert out.returncode == 0, out.stderr
     figures = json.loads((tmp_path / "gpu_step_times_dry-run.json").read_text())["figures"]
     assert "dry run" in figures["source"] and planning.step_key("linear-28", 1024) in figures["step_s"]
+    assert planning.rand_augment_key("cifar10", 1024) in figures["rand_augment_s"]
     assert set(planning.plan(figures)) == set(planning.plan())

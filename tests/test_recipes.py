@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from minivit import recipes
-from minivit.augment import Augment
+from minivit.augment import Augment, BatchRandAugment
 from minivit.profile import Profile
 from tests.conftest import synthetic, tiny_model
 
@@ -22,8 +22,12 @@ def test_fit_kwargs_build_the_augmentation():
     quick = recipes.get("cifar10", "quick").fit_kwargs(10)
     assert isinstance(quick["augment"], Augment) and "transform" not in quick and "mix" not in quick
     full = recipes.get("cifar10", "full").fit_kwargs(10)
-    assert "augment" not in full and full["workers"] > 0  # RandAugment (with its own crop and flip) in workers
-    assert callable(full["transform"]) and callable(full["mix"])
+    assert full["augment"] == BatchRandAugment("cifar10", 2, 9)  # RandAugment (its own crop and flip) on the device
+    assert "transform" not in full and "workers" not in full and callable(full["mix"])
+    loader = recipes.get("cifar10", "full").with_(workers=14).fit_kwargs(10)  # the per-image pipeline, on request
+    assert "augment" not in loader and loader["workers"] == 14 and callable(loader["transform"])
+    ablation = recipes.get("cifar10", "full").with_(augment="none", rand_augment=None, mixup=False, workers=0)
+    assert not {"augment", "transform", "mix"} & set(ablation.fit_kwargs(10))  # notebook 04's ablation
     with pytest.raises(ValueError, match="needs num_classes"):
         recipes.get("cifar10", "full").fit_kwargs()
 
@@ -42,6 +46,14 @@ def test_recipe_fit_trains_with_overrides():
     h = r.fit(tiny_model(), (x, y), device="cpu", lr=5e-3)
     assert len(h) == 2 and max(h.step_lr) == pytest.approx(5e-3)  # the override, not the recipe's lr
     assert torch.isfinite(torch.tensor(h.train_loss)).all()
+
+
+def test_full_recipe_trains_with_batched_rand_augment_reproducibly():
+    x, y = synthetic(32)  # 3 classes of 8-px images; the tiny model has 3 classes
+    r = recipes.get("cifar10", "full").with_(epochs=2, batch_size=16, warmup_epochs=1.0)
+    runs = [r.fit(tiny_model(), (x, y), device="cpu", progress=False, seed=s) for s in (0, 0, 1)]
+    assert all(len(h) == 2 and torch.isfinite(torch.tensor(h.train_loss)).all() for h in runs)
+    assert runs[0].train_loss == runs[1].train_loss != runs[2].train_loss  # seeded: the same augmentations
 
 
 def test_fit_or_load_trains_once_then_loads_the_same_model(tmp_path, monkeypatch):
@@ -105,7 +117,7 @@ def test_imagenette_recipes_train_on_every_image_at_128px():
     k = quick.fit_kwargs(10)
     assert isinstance(k["augment"], Augment) and "transform" not in k and "mix" not in k  # cheap, batched
     f = full.fit_kwargs(10)
-    assert callable(f["transform"]) and callable(f["mix"]) and f["workers"] > 0
+    assert f["augment"] == BatchRandAugment("imagenette", 2, 9) and callable(f["mix"]) and "transform" not in f
     assert quick.run_name("ViT-Nano/16") == f"imagenette-quick-nall-e{quick.epochs}-ViT-Nano-16"
     images = torch.zeros(4, 3, 128, 128, dtype=torch.uint8)
     assert k["augment"](images.float()).shape == (4, 3, 128, 128)  # the crop keeps the 128 px size
