@@ -159,7 +159,7 @@ def notebook_runs(cold: bool = False, loader: bool = False) -> dict[str, list[Ru
     nette, nette64 = recipes.get("imagenette", "full").with_(**workers), recipes.get("imagenette64", "full")
     vit04 = from_recipe("ViT-Micro/4", "ViT-Micro/4", c10, 50000, eval_images=2000, extra_eval_images=60000)
     cnn04 = from_recipe("ResNet-20-w2", "ResNet-20-w2", c10, 50000, eval_images=2000, extra_eval_images=60000)
-    longer = math.ceil(c10.epochs * train_flops("R-S4+ViT-Micro/4") / train_flops("ViT-Micro/4"))  # 06's control
+    longer = round(c10.epochs * train_flops("R-S4+ViT-Micro/4") / train_flops("ViT-Micro/4"))  # 06's control: nearest
     return {
         "00_start_here": [],
         "01_patches": [],
