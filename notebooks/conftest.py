@@ -26,9 +26,9 @@ import pytest
 
 REPORT_DIR = "MINIVIT_REPORT_DIR"  # environment variable: a folder for the failing cells' reports
 # The two lanes of a parallel run, by notebook number; a notebook not listed runs in the second. Balanced by one-
-# thread times measured on 2026-11-27 with the other lane busy (seconds; 00-02 together): 03-06 78 + 269 + 219 + 249,
-# the rest 46 + 296 + 227 + about 225 (before the zoo kept its right answers, and 07 its live mosaic model). 00, the
-# first to decode CIFAR-10 in a fresh clone, runs while 03 trains on Fashion-MNIST.
+# thread times measured on 2026-11-27 with the other lane busy (seconds; 00-02 together; CI of 83fef7b): 03-06
+# 83 + 218 + 192 + 157 = 650, the rest 29 + 233 + 176 + 194 = 631. 00, the first to decode CIFAR-10 in a fresh clone,
+# runs while 03 trains on Fashion-MNIST.
 LANES = {"lane-1": ("03", "04", "05", "06"), "lane-2": ("00", "01", "02", "07", "08", "09")}
 _seconds: dict[str, float] = defaultdict(float)
 _start = time.perf_counter()
