@@ -29,8 +29,9 @@ T4_FLOPS = (4e12, 16e12)  # training FLOP/s the T4 may sustain on these small mo
 # 65 TFLOP/s tensor-core peak (the share the plan's H100 figure, 58.2 of 989, assumes) up to 25% (guesses, a range)
 T4_OVERHEAD_FACTOR = 1.5  # per-step overhead relative to the H100 machine's (a guess: a slower host CPU)
 # The quick profile measured on the course's 2-core CPU, one notebook at a time (2 threads), seconds per notebook
-# 00..09: the CI run of 91cc9bd (benchmarks/README.md, "One at a time").
-QUICK_CPU_S = dict(zip(plan.notebook_runs(), (22, 8, 8, 49, 140, 114, 123, 182, 100, 126)))
+# 00..09: `make notebooks NB_JOBS=1` in the fresh clone of 83fef7b, 2026-11-27 (benchmarks/README.md, "Notebook
+# timings"; the decoded data sets kept from its CI run, the checkpoints deleted first).
+QUICK_CPU_S = dict(zip(plan.notebook_runs(), (7, 11, 9, 57, 141, 130, 106, 150, 99, 111)))
 GOAL_S = 600.0  # the goal: each notebook within 10 minutes on a T4
 
 
