@@ -53,7 +53,7 @@ notebooks: install data
 	$(BIN)/python -m pytest --nbval $(NB_PARALLEL) notebooks/; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "no notebooks collected"; rc=0; fi; exit $$rc
 
-# The full profile's code paths (presets, recipes, RandAugment workers, MixUp/CutMix) with a sliver of the work, so
+# The full profile's code paths (presets, recipes, batched RandAugment, MixUp/CutMix) with a sliver of the work, so
 # the GPU path is checked on any machine; outputs are not compared (--nbval-lax) and claims are printed, not checked.
 smoke: install data
 	MINIVIT_PROFILE=full MINIVIT_SMOKE=1 $(BIN)/python -m pytest --nbval-lax $(NB_PARALLEL) -p no:cacheprovider notebooks/; rc=$$?; \
