@@ -8,7 +8,8 @@ uint8 batch on its device (`fit(augment=...)`; the full recipes use it), groupin
 each drew; and `rand_augment`, a per-image pipeline for `fit(transform=..., workers=...)` (DataLoader worker
 processes on the CPU). The recipes moved to the batched one because the per-image loader set the pace of the
 full runs (measured on one H100 with 16 cores, 2026-11-27: about 3.5 s an epoch of CIFAR-10 whatever the model,
-about 14,000 images/s from 14 workers). `mixup_cutmix` mixes a normalised batch on the device (`fit(mix=...)`).
+about 14,000 images/s from 14 workers). `mixup_cutmix` mixes a normalised batch on the device (`fit(mix=...)`);
+`cutmix` is CutMix alone (the zoo's CutMix twin, notebook 08's protocol comparison).
 
 Introduced in 03_transformer_encoder.ipynb (used by `minivit.train.fit`); the strong augmentation in
 04_training_a_vit.ipynb.
@@ -210,3 +211,16 @@ def mixup_cutmix(num_classes: int, mixup_alpha: float = 0.8, cutmix_alpha: float
         raise ValueError(f"expected num_classes >= 2 and positive alphas, got {num_classes}, {mixup_alpha}, {cutmix_alpha}")
     return v2.RandomChoice([v2.MixUp(alpha=mixup_alpha, num_classes=num_classes),
                             v2.CutMix(alpha=cutmix_alpha, num_classes=num_classes)])
+
+
+def cutmix(num_classes: int, alpha: float = 1.0):
+    """CutMix alone (Yun et al., 2019) on every batch, torchvision's `v2.CutMix`: `(x (B, C, H, W) float, y (B,)
+    int) -> (mixed x, soft targets (B, K))`, drawing from torch's RNG. For `fit(mix=...)`; the zoo's CutMix twin of
+    `vit-nano4-cifar10` trains with it (notebook 08 compares the two models' attention distances)."""
+    from torchvision.transforms import v2
+    if num_classes < 2 or not alpha > 0:
+        raise ValueError(f"expected num_classes >= 2 and a positive alpha, got {num_classes}, {alpha}")
+    return v2.CutMix(alpha=alpha, num_classes=num_classes)
+
+
+MIXES = {"cutmix": cutmix, "mixup-cutmix": mixup_cutmix}  # by name, for recipes kept as plain data (the zoo)

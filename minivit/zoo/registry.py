@@ -23,7 +23,8 @@ class Run:
     kind: str  # "classifier" (minivit.train.fit) or "mpp" (minivit.pretrain.pretrain_mpp)
     dataset: str  # minivit.data name; the test split is what the recorded accuracy is measured on
     image_size: int  # the resolution the model trains and is evaluated at (the data set's own, or resized)
-    recipe: dict[str, Any]  # the training arguments, plain data (fit's or pretrain_mpp's), seed included
+    recipe: dict[str, Any]  # the training arguments, plain data (fit's or pretrain_mpp's), seed included; "mix"
+    # names a batch mixing of minivit.augment.MIXES (CutMix for the twin), built for the data set's classes
     keep: tuple[int, ...]  # the epochs whose weights become entries (the last one is the run's end)
     train_images: str = "all"  # "all" (the training split), "mpp-09" (notebook 09's 10,000 unlabelled images) or
     # "mosaics" (2x2 mosaics labelled by the top-left tile, as notebook 07 makes them: seed 0 train, seed 1 test)
@@ -75,6 +76,9 @@ _MOSAIC64_LONG = dict(epochs=60, batch_size=128, lr=2e-3, weight_decay=0.05, war
 RUNS: dict[str, Run] = {r.name: r for r in (
     Run("vit-nano4-cifar10", "classifier", "cifar10", 32, _CIFAR_LONG, keep=(50,),
         notes="the pure ViT of notebooks 04 and 08, trained 50 epochs on all 50,000 images"),
+    Run("vit-nano4-cifar10-cutmix", "classifier", "cifar10", 32, {**_CIFAR_LONG, "mix": "cutmix"}, keep=(50,),
+        notes="the CutMix twin of vit-nano4-cifar10 (same recipe, CutMix on every batch): notebook 08 compares "
+              "what the training protocol does to attention distance"),
     Run("resnet14-cifar10", "classifier", "cifar10", 32, _CIFAR_LONG, keep=(50,),
         notes="the ResNet baseline of notebook 04, trained exactly as the ViT (same recipe, epochs and data)"),
     Run("r-s4-vit-nano4-cifar10", "classifier", "cifar10", 32, _CIFAR_LONG, keep=(50,),
@@ -89,6 +93,7 @@ RUNS: dict[str, Run] = {r.name: r for r in (
 
 ENTRIES: dict[str, Entry] = {e.name: e for e in (
     Entry("vit-nano4-cifar10", "vit", "ViT-Nano/4", RUNS["vit-nano4-cifar10"], 50, used_by="04, 06, 08"),
+    Entry("vit-nano4-cifar10-cutmix", "vit", "ViT-Nano/4", RUNS["vit-nano4-cifar10-cutmix"], 50, used_by="08"),
     Entry("resnet14-cifar10", "resnet", "ResNet-14", RUNS["resnet14-cifar10"], 50, used_by="04, 06"),
     Entry("r-s4-vit-nano4-cifar10", "vit", "R-S4+ViT-Nano/4", RUNS["r-s4-vit-nano4-cifar10"], 50, used_by="06"),
     *(Entry(f"mpp-vit-nano4-cifar10-e{e}", "mpp", "ViT-Nano/4", RUNS["mpp-vit-nano4-cifar10"], e, used_by="09")

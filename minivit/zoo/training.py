@@ -152,6 +152,9 @@ def train_run(run: Run, folder: Path, *, resume: bool = False, progress: bool = 
     seed = r.pop("seed")
     augment = make_augment(run.dataset, r.pop("augment"))
     train, test = training_images(run), _data(run, "test")
+    if "mix" in r:  # a batch mixing by name (plain data in the registry), for the data set's classes
+        from ..augment import MIXES
+        r["mix"] = MIXES[r["mix"]](len(train.classes))
     val = stratified_subset(test, VAL_PER_CLASS[run.kind])  # watched during training; the record uses all of `test`
     torch.manual_seed(seed)
     model = build(entries[run.keep[-1]]).train()
