@@ -76,3 +76,23 @@ def test_mixup_cutmix_gives_soft_targets_that_sum_to_one():
         assert (soft.max(-1).values >= 0.5).all()  # the dominant class keeps at least half the mass
     with pytest.raises(ValueError, match="num_classes >= 2"):
         mixup_cutmix(1)
+
+
+def test_cutmix_pastes_one_box_and_weights_the_targets_by_its_area():
+    from minivit.augment import MIXES, cutmix
+    mix = cutmix(10)
+    x = torch.arange(4, dtype=torch.float32).view(4, 1, 1, 1).expand(4, 3, 16, 16).contiguous()  # image i is all i
+    y = torch.arange(4)
+    torch.manual_seed(0)
+    for _ in range(4):
+        mx, soft = mix(x, y)
+        assert mx.shape == x.shape and soft.shape == (4, 10)
+        torch.testing.assert_close(soft.sum(-1), torch.ones(4))
+        for i in range(4):
+            own = (mx[i, 0] == i).float().mean()  # the share of pixels still from image i
+            if soft[i].max() < 1:  # a box was pasted: the target's weight of class i is the share kept (CutMix)
+                torch.testing.assert_close(soft[i, i], own)
+            assert set(mx[i, 0].unique().tolist()) <= set(range(4))  # pixels are pasted, never blended (not MixUp)
+    assert MIXES["cutmix"] is cutmix
+    with pytest.raises(ValueError, match="positive alpha"):
+        cutmix(10, alpha=0)

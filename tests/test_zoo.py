@@ -237,3 +237,25 @@ def test_the_wheel_carries_the_committed_models(tmp_path):
     assert "minivit/zoo/records.json" in names
     for rec in zoo.records().values():
         assert f"minivit/zoo/weights/{rec['file']}" in names
+
+
+def test_a_mix_named_in_the_recipe_reaches_fit_built_for_the_data_sets_classes(tiny_zoo, monkeypatch):
+    import minivit.train
+    from torchvision.transforms import v2
+    _, tmp = tiny_zoo
+    recipe = dict(epochs=1, batch_size=20, lr=1e-3, weight_decay=0.05, warmup_epochs=0.5, label_smoothing=0.1,
+                  clip_grad=1.0, augment="flip", seed=0, mix="cutmix")
+    run = registry.Run("tiny-cutmix", "classifier", "cifar10", 8, recipe, keep=(1,))
+    entry = registry.Entry("tiny-cutmix", "vit", "ViT-Nano/4", run, 1, {"image_size": 8})
+    monkeypatch.setattr(registry, "ENTRIES", {**registry.ENTRIES, "tiny-cutmix": entry})
+    seen, real_fit = {}, minivit.train.fit
+
+    def spy(model, train, val=None, **kw):
+        seen["mix"] = kw.get("mix")
+        return real_fit(model, train, val, **kw)
+
+    monkeypatch.setattr(minivit.train, "fit", spy)
+    [rec] = training.train_run(run, tmp / "cutmix", progress=False, device="cpu")
+    assert isinstance(seen["mix"], v2.CutMix) and seen["mix"].num_classes == 10
+    assert run.recipe["mix"] == "cutmix"  # the registry's recipe stays plain data (it is listed as JSON)
+    assert rec["test"]["n"] == 20
