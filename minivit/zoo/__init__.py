@@ -6,7 +6,8 @@
     model, right = minivit.zoo.right_answers("vit-nano4-cifar10", test)   # (N,) bool, checked against the record
 
     python -m minivit.zoo list [--json]                  # every entry: model, data, recipe, accuracy, SHA-256
-    python -m minivit.zoo verify [NAME ...]              # re-measure on the full test split; exit 1 on a mismatch
+    python -m minivit.zoo verify [NAME ...]              # re-measure on the full test split; exit 1 when more
+                                                         # than 1 in 10,000 predictions differ from the record
     python -m minivit.zoo train NAME [--out DIR]         # reproduce an entry's run into a new folder
 
 The notebooks train their own models live, within minutes on a CPU; such models are too weak to show some of
@@ -35,6 +36,15 @@ from .training import build, load_file, measure
 
 WEIGHTS = Path(__file__).parent / "weights"  # the committed files
 RECORDS = Path(__file__).parent / "records.json"  # {name: what its run measured}
+# A re-measurement may differ from the record in at most this share of its predictions (1 in 10,000): floating
+# point differs between CPUs, and one prediction in 320,000 was seen to flip on another machine of the same kind.
+# The file's SHA-256 is compared exactly; the tolerance is only for what the CPU computes from it.
+FLIP_TOLERANCE = 1e-4
+
+
+def allowed_flips(n: int) -> int:
+    """How many of n predictions may differ from the record (`FLIP_TOLERANCE`, rounded down)."""
+    return int(n * FLIP_TOLERANCE)
 
 
 def records() -> dict[str, dict]:
@@ -83,17 +93,19 @@ def right_answers(name: str, data) -> tuple[nn.Module, torch.Tensor]:
     if "right" in t and len(data) == t["n"] and training.fingerprint(data) == t["data"]:  # the recorded split itself
         return model, training.unpack_right(t["right"], t["n"])  # the file's SHA-256 was checked by `load`
     right = predict(model, data, training.EVAL_BATCH, "cpu").argmax(-1) == data.labels  # (N,)
-    if len(data) == rec["test"]["n"] and int(right.sum()) != rec["test"]["correct"]:
+    if len(data) == t["n"] and abs(int(right.sum()) - t["correct"]) > allowed_flips(t["n"]):
         raise ValueError(f"zoo model {name!r} gets {int(right.sum()):,} of these {len(data):,} images right; its "
-                         f"record says {rec['test']['correct']:,} of its test split: not the recorded model, or "
-                         f"not its test split")
+                         f"record says {t['correct']:,} of its test split (at most {allowed_flips(t['n'])} may "
+                         f"differ): not the recorded model, or not its test split")
     return model, right
 
 
 def verify(names=None, *, log=print) -> list[dict]:
     """Load each committed model (all of them by default), re-measure it on its full test split on the CPU and
-    compare with its record: [{"name", "recorded", "measured", "ok"}]. The count of right answers must be equal,
-    and for a classifier whose record keeps them, the right answers themselves."""
+    compare with its record: [{"name", "recorded", "measured", "differ", "allowed", "ok"}]. For a classifier whose
+    record keeps its right answers, `differ` counts the test images whose right-or-wrong changed, on the same
+    images (by fingerprint); otherwise the difference of the counts of right answers. A model is "ok" when at most
+    `allowed_flips(n)` differ (`FLIP_TOLERANCE`: floating point differs between CPUs)."""
     names = list(names) if names else sorted(records())
     out, tests = [], {}
     for name in names:
@@ -101,16 +113,23 @@ def verify(names=None, *, log=print) -> list[dict]:
         key = (entry.run.dataset, entry.run.image_size, entry.run.train_images == "mosaics")  # the same test images
         if key not in tests:
             tests[key] = training._data(entry.run, "test")
-        m = measure(entry, load(name), tests[key])
-        ok = m["correct"] == rec["test"]["correct"] and m["n"] == rec["test"]["n"]
-        if "right" in rec["test"]:  # a classifier's record keeps which images it gets right: the same ones
-            ok = ok and m["right"] == rec["test"]["right"] and m["data"] == rec["test"]["data"]
-        out.append({"name": name, "recorded": rec["test"], "measured": m, "ok": ok})
+        m, t = measure(entry, load(name), tests[key]), rec["test"]
+        if m["n"] != t["n"] or m.get("data", t.get("data")) != t.get("data"):
+            differ, ok = m["n"], False  # not the recorded test images
+        else:
+            differ = abs(m["correct"] - t["correct"])
+            if "right" in t:  # a classifier's record keeps which images it gets right: compare them one by one
+                flipped = training.unpack_right(m["right"], m["n"]) != training.unpack_right(t["right"], t["n"])
+                differ = max(differ, int(flipped.sum()))
+            ok = differ <= allowed_flips(t["n"])
+        out.append({"name": name, "recorded": t, "measured": m, "differ": differ, "allowed": allowed_flips(t["n"]),
+                    "ok": ok})
         log(f"{'ok ' if ok else 'MISMATCH'} {name}: {m['correct']:,}/{m['n']:,} = {m['accuracy']:.2%} "
-            f"(recorded {rec['test']['correct']:,}/{rec['test']['n']:,} = {rec['test']['accuracy']:.2%})")
+            f"(recorded {t['correct']:,}/{t['n']:,} = {t['accuracy']:.2%}); {differ:,} of {m['n']:,} predictions "
+            f"differ, at most {allowed_flips(t['n']):,} may")
     return out
 
 
-__all__ = ["ENTRIES", "FORMAT", "RUNS", "Entry", "Run", "build", "entries_of", "file_sha256", "get_entry", "load",
+__all__ = ["ENTRIES", "FLIP_TOLERANCE", "FORMAT", "RUNS", "Entry", "Run", "allowed_flips", "build", "entries_of", "file_sha256", "get_entry", "load",
            "load_file", "measure", "path_of", "read_weights", "record", "records", "right_answers", "save_weights",
            "verify"]
