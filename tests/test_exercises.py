@@ -130,6 +130,17 @@ def test_linear_lr_schedule_check():
     assert "expected a number" in check_linear_lr_schedule(lambda s, t, w: None, verbose=False).failures[0]
 
 
+def test_linear_lr_schedule_check_refuses_the_checkers_own_reference():
+    from minivit.exercises import _linear_lr_factor as my_linear_lr_factor  # a student's one-line "answer"
+    from minivit.exercises import check_linear_lr_schedule
+
+    _refused(check_linear_lr_schedule, my_linear_lr_factor, "minivit.exercises._linear_lr_factor")
+
+    def wrapped(step, total, warmup):  # called from inside an answer: refused too
+        return my_linear_lr_factor(step, total, warmup)
+    _refused(check_linear_lr_schedule, wrapped, "minivit.exercises._linear_lr_factor")
+
+
 def _param_groups_by_hand(model, wd):  # a student's answer: no decay on vectors, the [class] token and positions
     groups = ([], [])
     for name, p in model.named_parameters():
