@@ -68,3 +68,15 @@ def test_paired_gains_draw_seeds_and_means():
     plt.close(fig)
     with pytest.raises(ValueError, match="same non-zero length"):
         plot_gains_over_baseline(["a"], [[1.0]], [1.0, 2.0], [0.1])
+
+
+def test_paired_gains_draw_a_reference_line_and_arms_without_seeds():
+    fig = plot_gains_over_baseline(["no training", "trained"], [[], [1.0, 3.0]], [2.5, 2.0], [0.4, 0.5],
+                                   reference=2.5, reference_label="no training")
+    ax = fig.axes[0]
+    dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    assert len(dashed) == 1 and np.allclose(dashed[0].get_xdata(), [2.5, 2.5])
+    assert "no training" in [t.get_text() for t in ax.get_legend().get_texts()]
+    seed_dots = [ln for ln in ax.get_lines() if ln.get_marker() == "o" and len(ln.get_xdata()) == 2]
+    np.testing.assert_allclose(seed_dots[0].get_xdata(), [1, 3])
+    plt.close(fig)

@@ -93,10 +93,12 @@ def plot_position_mapping(mappings: dict, old_n: int, title: str | None = None):
 
 
 def plot_gains_over_baseline(labels, per_seed, means, errors, xlabel: str = "gain over the baseline (points)",
-                      title: str | None = None):
+                      title: str | None = None, reference: float | None = None, reference_label: str = "reference"):
     """Paired gains of several arms over one baseline -> Figure. `labels`: one per arm, listed top to bottom;
-    `per_seed`: for each arm, its gain in every seed (drawn as small dots); `means`, `errors`: each arm's mean
-    gain and its standard error (a large dot with an error bar). A vertical line marks 0: no gain."""
+    `per_seed`: for each arm, its gain in every seed (drawn as small dots; an empty list for an arm without seeds);
+    `means`, `errors`: each arm's mean gain and its standard error (a large dot with an error bar). A vertical line
+    marks 0: no gain; `reference`, if given, a second one (dashed, in the legend as `reference_label`), e.g. the
+    gain an arm without training already has."""
     n = len(labels)
     if not (len(per_seed) == len(means) == len(errors) == n) or n == 0:
         raise ValueError(f"expected labels, per_seed, means and errors of the same non-zero length, got "
@@ -110,5 +112,7 @@ def plot_gains_over_baseline(labels, per_seed, means, errors, xlabel: str = "gai
                 label="mean over seeds ± s.e.")
     ax.plot([], [], "o", color="0.55", markersize=3.5, mfc="none", label="one seed")
     ax.axvline(0.0, color="0.3", linewidth=0.8)
+    if reference is not None:
+        ax.axvline(float(reference), color="C1", linewidth=1.0, linestyle="--", label=reference_label)
     _finish_rows(ax, ys, labels, xlabel, title, "best")
     return fig
