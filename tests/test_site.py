@@ -33,6 +33,8 @@ CHROMIUM = os.environ.get("MINIVIT_CHROMIUM") or shutil.which("chromium") or shu
 # As root in a container, without the sandbox; no background traffic (this machine has no network).
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
                  "--disable-background-networking", "--disable-component-update"]
+# The pages README links to (moved out of it, issue 32): markdown in docs/, rendered as pages of the site.
+PAGES = ["install", "profiles", "gpu", "package", "zoo", "results", "instructors", "site"]
 REDIRECTS = {"index.html": "docs/index.html"}  # the site's root page only sends the browser to the front page
 SCREENSHOTS = ["docs/index.html", "README.html", "notebooks/01_patches.html", "notebooks/03_transformer_encoder.html",
                "docs/_autosummary/minivit.attention.html"]
@@ -140,7 +142,7 @@ def seen(site: Path) -> dict:
 def test_the_site_has_every_page(seen):
     pages = seen["pages"]
     wanted = ["index.html", "docs/index.html", "README.html", "docs/api.html", "benchmarks/README.html",
-              *(f"notebooks/{nb.stem}.html" for nb in NOTEBOOKS)]
+              *(f"docs/{page}.html" for page in PAGES), *(f"notebooks/{nb.stem}.html" for nb in NOTEBOOKS)]
     assert not [p for p in wanted if p not in pages], f"pages missing from the site: {[p for p in wanted if p not in pages]}"
     modules = [p for p in pages if p.startswith("docs/_autosummary/minivit.")]
     assert "docs/_autosummary/minivit.vit.html" in modules and len(modules) >= 20, f"API pages: {modules}"
@@ -214,3 +216,5 @@ def test_links_to_notebooks_point_to_their_pages(seen):
               if _target(seen, link["href"])}
     missing = [nb.stem for nb in NOTEBOOKS if f"notebooks/{nb.stem}.html" not in readme]
     assert not missing, f"the README's page does not link to these notebooks' pages: {missing}"
+    missing = [page for page in PAGES if f"docs/{page}.html" not in readme]
+    assert not missing, f"the README's page does not link to these pages of the site: {missing}"
