@@ -67,7 +67,7 @@ bench: install data
 	$(BIN)/python benchmarks/time_to_accuracy.py cifar10-hybrid
 	$(BIN)/python benchmarks/time_to_accuracy.py fashion-mnist
 
-# The offline GPU route (README.md, "On a GPU machine without internet"): gpu-bundle/, ignored, with the cp312 wheels
+# The offline GPU route (docs/gpu.md, "Without internet"): gpu-bundle/, ignored, with the cp312 wheels
 # nbval needs and the data sets notebook NB loads, at most 60 MiB; e.g. `make gpu-bundle NB=04`, or
 # `make gpu-bundle NB=07 BUNDLE_ARGS=--no-wheels` (python -m minivit.gpu bundle --help).
 NB ?=

@@ -13,8 +13,8 @@ an ignored folder (`gpu-bundle/` in the checkout, at most `LIMIT_MIB`) that trav
                              files (a symbolic link would travel as a dangling link), with their SHA256SUMS
 
 Which data sets a notebook needs is read from its code (`notebook_datasets`: its `load_dataset("name", ...)`
-calls), so it cannot drift from the notebooks. The steps on the GPU machine are in README.md, "On a GPU machine
-without internet". A bundle too big, or a folder in the way that is not a bundle, is refused with no file changed.
+calls), so it cannot drift from the notebooks. The steps on the GPU machine are in docs/gpu.md, "Without
+internet". A bundle too big, or a folder in the way that is not a bundle, is refused with no file changed.
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def bundle(notebook, out=None, *, datasets=None, wheels: bool = True, source=Non
     if data_bytes > limit:
         raise ValueError(f"the data sets of {path.stem} ({', '.join(names)}) take {_mib(data_bytes)}, over {why}; "
                          "nothing was written. Carry them over several calls to one warm machine (--datasets, "
-                         "--no-wheels: README.md, 'On a GPU machine without internet')")
+                         "--no-wheels: docs/gpu.md, 'Without internet')")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -204,7 +204,7 @@ def bundle(notebook, out=None, *, datasets=None, wheels: bool = True, source=Non
         if total > limit:
             raise ValueError(f"the bundle for {path.stem} would take {_mib(total)} (wheels {_mib(wheel_bytes)}, data "
                              f"{_mib(data_bytes)}), over {why}; nothing was written. Carry the data and the wheels "
-                             "in two calls to one warm machine (--no-wheels, then --datasets with no name: README.md)")
+                             "in two calls to one warm machine (--no-wheels, then --datasets with no name: docs/gpu.md)")
         old = None
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))

@@ -1,5 +1,5 @@
 """Tests for minivit.gpu, the offline GPU route: which data sets a notebook loads, the bundle builder (offline: wheels
-from a local folder, a fake data folder) and its refusals, and README's steps on the bundle (install the wheels
+from a local folder, a fake data folder) and its refusals, and docs/gpu.md's steps on the bundle (install the wheels
 with pip offline, prepare the carried data)."""
 import base64
 import hashlib
@@ -133,7 +133,7 @@ def test_refusals_change_no_file(tmp_path, offline):
 
 
 def test_readme_steps_install_the_wheels_offline_and_prepare_the_carried_data(tmp_path, offline):
-    """README, 'On a GPU machine without internet': pip install --no-index --no-deps --target, PYTHONPATH, and
+    """docs/gpu.md, 'Without internet': pip install --no-index --no-deps --target, PYTHONPATH, and
     MINIVIT_SHARED_DATASETS at the carried data for `python -m minivit.data prepare`."""
     source, wheels = offline
     out = tmp_path / "gpu-bundle"
