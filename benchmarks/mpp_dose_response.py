@@ -11,7 +11,8 @@ for every seed, and scored on the whole 10,000-image test split. The gain of eac
 seed and image: `minivit.stats.paired_se` gives its standard error with both parts (seeds, test images). The
 pretext colour accuracy of each checkpoint (on 500 held-out test images, as 09) is listed beside it.
 
-Notebook 09 runs the 40-epoch arm itself (3 seeds); this script gives the whole curve, which takes ~25 fine-tuning
+Notebook 09 runs the 40-epoch arm itself (in the quick profile seed 0, with this script's start, recipe and seed; in
+the full profile 5 seeds, from its own pre-training); this script gives the whole curve, which takes ~25 fine-tuning
 runs (about 7 min on 2 quiet CPU cores). Prints a table and writes benchmarks/results/mpp_dose_response.json.
 """
 

@@ -89,3 +89,15 @@ def test_pretext_curves_show_a_negative_gain_below_zero():
                                                  {"no gain": 0.0})}, xlabel="epochs of MPP pre-training")
     low, high = fig.axes[0].get_ylim()
     assert low <= -1.4 and high >= 2.4  # every error bar inside the axes, the negative one too
+
+
+def test_pretext_curves_legend_does_not_hide_the_first_point():
+    # the dose-response's gain panel starts at (0, 0), in the lower left corner, where a fixed legend sat (round 4, m4)
+    fig = plot_pretext_curves({"gain": ({"recorded, 5 seeds": ([0, 5, 10, 20, 40], [0.0, 0.0, 0.018, 0.026, 0.043],
+                                                                [0.0, 0.007, 0.006, 0.006, 0.009])}, {"no gain": 0.0})})
+    (ax,) = fig.axes
+    ax.set_xlim(-2, 42)  # as notebook 09 sets it: the point sits inside the lower left corner
+    fig.canvas.draw()
+    point = ax.transData.transform((0.0, 0.0))
+    assert ax.get_ylim()[0] < 0  # the point at 0 is drawn whole, above the frame
+    assert not ax.get_legend().get_window_extent().contains(*point)

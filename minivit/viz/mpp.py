@@ -16,8 +16,8 @@ def plot_pretext_curves(panels: dict, xlabel: str = "epoch of pre-training", tit
     or a few-shot probe's mean accuracy and its standard error; drawn as lines with dots (and error bars).
     `baselines`: {label: value}, e.g. {"ln 512 (uniform guess)": 6.24}, drawn as dashed horizontal lines
     labelled at the right edge. Each axes has one y scale for its curves and baselines, from 0 (or below, when a
-    curve goes negative, e.g. a gain) up. Used in 09, also with `xlabel="epochs of MPP pre-training"` for the
-    dose-response over the zoo's checkpoints.
+    curve goes negative or touches 0, e.g. a gain) up; the legend goes where it covers the fewest points. Used in
+    09, also with `xlabel="epochs of MPP pre-training"` for the dose-response over the zoo's checkpoints.
     """
     from matplotlib.ticker import MaxNLocator
     if not panels:
@@ -28,6 +28,7 @@ def plot_pretext_curves(panels: dict, xlabel: str = "epoch of pre-training", tit
             raise ValueError(f"panel {ylabel!r}: expected at least one curve: {{label: (x, y)}}")
         top = max([float(v) for v in baselines.values()] + [0.0])
         bottom = min([float(v) for v in baselines.values()] + [0.0])
+        lowest = float("inf")  # the lowest point of the curves, error bars included
         for k, (label, xy) in enumerate(curves.items()):
             if len(xy) not in (2, 3) or any(len(v) != len(xy[0]) for v in xy) or len(xy[0]) == 0:
                 raise ValueError(f"curve {label!r}: expected (x, y) or (x, y, yerr), non-empty sequences of equal length")
@@ -38,17 +39,21 @@ def plot_pretext_curves(panels: dict, xlabel: str = "epoch of pre-training", tit
                 ax.errorbar(x, y, yerr=err, fmt="none", ecolor=f"C{k}", capsize=3)
             top = max(top, float((y + (err if err is not None else 0)).max()))
             bottom = min(bottom, float((y - (err if err is not None else 0)).min()))
+            lowest = min(lowest, float((y - (err if err is not None else 0)).min()))
         for k, (label, value) in enumerate(baselines.items()):
             value = float(value)
             ax.axhline(value, ls="--", lw=1, color=("k", "tab:gray", "tab:brown", "tab:olive")[k % 4])
             ax.annotate(f"{label}: {value:.2f}" if abs(value) >= 1 else f"{label}: {value:.3f}", (1.0, value),
                         xycoords=("axes fraction", "data"), xytext=(-4, 3), textcoords="offset points", ha="right",
                         va="bottom", fontsize=8)
-        ax.set_ylim(1.1 * bottom, 1.1 * top)
+        if bottom < 0:
+            ax.set_ylim(1.1 * bottom, 1.1 * top)
+        else:  # from 0; a little below when a curve touches 0 (a point at 0 would sit on the frame, half drawn)
+            ax.set_ylim(-0.05 * top if lowest <= 0 else 0.0, 1.1 * top)
         ax.set(xlabel=xlabel, ylabel=ylabel)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="lower left")
+        ax.legend(fontsize=8, loc="best")  # where it hides the fewest points (a curve's first point may sit at 0, 0)
     if title:
         (axes[0].set_title if len(panels) == 1 else fig.suptitle)(title, fontsize=10)
     return fig
