@@ -10,7 +10,8 @@ The paper looks inside ViT in three ways (§4.5):
 - Fig. 7 (right) and Fig. 11, the mean attention distance: "Attention distance was computed for 128 example
   images by averaging the distance between the query pixel and all other pixels, weighted by the attention
   weight. Each dot shows the mean attention distance across images for one of 16 heads at one layer."
-  `mean_attention_distance`.
+  `mean_attention_distance` (per image with `per_image=True`), against `uniform_attention_distance`, the
+  distance of a head that attends evenly to every patch.
 - Fig. 6, attention maps from the output token to the input space, by Attention Rollout (App. D.8: "we
   averaged attention weights of ViT-L/16 across all heads and then recursively multiplied the weight matrices
   of all layers"): `attention_rollout`, then `class_token_map` to lay the [class] row out on the patch grid,
@@ -142,6 +143,7 @@ def mean_attention_distance(
     patch_size: float,
     num_prefix_tokens: int = 1,
     renormalize: bool = True,
+    per_image: bool = False,
 ) -> torch.Tensor:
     """Mean attention distance in pixels per layer and head (Fig. 7 right, Fig. 11): -> (L, heads).
 
@@ -159,6 +161,9 @@ def mean_attention_distance(
     before the [class] column is dropped. Without renormalising, attention to [class] silently counts as
     distance 0, so a head that attends mostly to [class] looks local. `renormalize=False` reproduces the
     authors' code (sayakpaul/probing-vits slices the same way).
+
+    `per_image=True` keeps the images apart: -> (B, L, heads), whose mean over B is the (L, heads) result; the
+    spread over images gives each head a standard error.
     """
     gh, gw = _grid(grid_size)
     if not patch_size > 0:
@@ -170,7 +175,18 @@ def mean_attention_distance(
         a = a / a.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(a.dtype).tiny)  # rows sum to 1 over patches
     dist = _patch_centre_distances((gh, gw), patch_size).to(a.device)  # (N, N)
     per_query = torch.einsum("blhqk,qk->blhq", a, dist)  # (B, L, heads, N)
-    return per_query.mean(dim=(0, 3))  # (L, heads)
+    return per_query.mean(dim=3) if per_image else per_query.mean(dim=(0, 3))  # (B, L, heads) or (L, heads)
+
+
+def uniform_attention_distance(grid_size: int | tuple[int, int], patch_size: float) -> float:
+    """The mean attention distance of uniform attention in pixels: every query spreads its weight evenly over all
+    h * w patches (itself included), so this is the mean distance between the centres of two patches drawn at
+    random from the (h, w) grid of P-pixel patches. It scales with P; `mean_attention_distance / this` is a head's
+    distance as a share of uniform attention (1 = uniform), comparable between patch sizes on one grid."""
+    gh, gw = _grid(grid_size)
+    if not patch_size > 0:
+        raise ValueError(f"patch_size must be positive (pixels per patch), got {patch_size!r}")
+    return _patch_centre_distances((gh, gw), 1.0).double().mean().item() * patch_size
 
 
 def filter_principal_components(weight: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -214,8 +230,9 @@ def pos_embed_grid_summary(
       same column distance that are not mirrors ("mirror_control": the mean at each distance, weighted as the
       mirror pairs at that distance; the corner distance w-1 has no such pair and is left out), and between
       top-bottom mirror positions (r, c) and (h-1-r, c) ("mirror_vertical": the same distances on a square
-      grid, and the same border/centre roles). Random horizontal flips give left-right mirror positions
-      statistically identical gradients, which predicts mirror > mirror_control and mirror > mirror_vertical.
+      grid, and the same border/centre roles). A left-right symmetry shows as mirror > mirror_control and
+      mirror > mirror_vertical. What makes it is an open question: random horizontal flips are one hypothesis,
+      which 08_inspecting_vit.ipynb's exercise 4 tests by retraining without them.
       "mirror_control" is NaN on grids less than 4 patches wide, which have no such pair.
     """
     gh, gw = _grid(grid_size)
@@ -301,4 +318,5 @@ __all__ = [
     "pos_embed_grid_summary",
     "ratio_to_uniform",
     "record_attention",
+    "uniform_attention_distance",
 ]

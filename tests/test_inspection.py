@@ -15,6 +15,7 @@ from minivit.inspection import (
     pos_embed_grid_summary,
     ratio_to_uniform,
     record_attention,
+    uniform_attention_distance,
 )
 from tests.conftest import TINY, randomize_, tiny_model
 
@@ -103,6 +104,29 @@ def test_uniform_attention_gives_mean_pairwise_distance():
     # not renormalised: the 1/T on [class] counts as distance 0, so the mean shrinks by N / T
     torch.testing.assert_close(mean_attention_distance(uniform, (gh, gw), p, renormalize=False),
                                (expected * (t - 1) / t).expand(2, 3))
+
+
+def test_uniform_attention_distance_is_the_mean_centre_distance():
+    gh, gw, p = 3, 5, 4
+    expected = torch.cdist(patch_centres(gh, gw, p), patch_centres(gh, gw, p)).mean().item()
+    assert uniform_attention_distance((gh, gw), p) == pytest.approx(expected, rel=1e-6)
+    assert uniform_attention_distance(8, 16) == pytest.approx(4 * uniform_attention_distance(8, 4), rel=1e-9)
+    assert uniform_attention_distance(1, 16) == 0.0  # one patch: attention can only stay home
+    t = 1 + gh * gw
+    flat = torch.full((1, 1, 1, t, t), 1.0 / t)
+    assert mean_attention_distance(flat, (gh, gw), p).item() == pytest.approx(uniform_attention_distance((gh, gw), p),
+                                                                             rel=1e-5)
+    with pytest.raises(ValueError, match="patch_size must be positive"):
+        uniform_attention_distance(8, 0)
+
+
+def test_distance_per_image_averages_to_the_distance(gen):
+    maps = torch.rand(5, 2, 3, 1 + 2 * 3, 1 + 2 * 3, generator=gen).softmax(-1)  # (B, L, heads, T, T)
+    each = mean_attention_distance(maps, (2, 3), 8, per_image=True)  # (B, L, heads)
+    assert each.shape == (5, 2, 3)
+    torch.testing.assert_close(each.mean(0), mean_attention_distance(maps, (2, 3), 8))
+    for i in range(5):
+        torch.testing.assert_close(each[i], mean_attention_distance(maps[i : i + 1], (2, 3), 8))
 
 
 def test_right_neighbour_attention_is_one_patch():

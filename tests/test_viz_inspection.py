@@ -79,3 +79,34 @@ def test_ratio_maps_reject_bad_input():
         plot_ratio_maps(images, torch.ones(2, 2, 2))  # all uniform: pass a limit
     with pytest.raises(ValueError, match="expected 2 titles"):
         plot_ratio_maps(images, torch.ones(2, 2, 2), titles=["a"], limit=2)
+
+
+def test_distance_share_one_dot_per_head_in_percent_with_the_difference_panel():
+    from minivit.viz.inspection import plot_distance_share
+    gen = torch.Generator().manual_seed(0)
+    a = 0.9 + 0.05 * torch.randn(40, 3, 4, generator=gen)  # (B, L, heads) shares of uniform attention
+    b = a + 0.02 + 0.01 * torch.randn(40, 3, 4, generator=gen)
+    fig = plot_distance_share({"a": a, "b": b}, difference=b - a, difference_label="b − a")
+    assert len(fig.axes) == 2
+    ax, rel = fig.axes
+    (ca, cb) = ax.containers[:2]
+    np.testing.assert_allclose(ca.lines[0].get_ydata(), 100 * a.mean(0).flatten().numpy(), rtol=1e-5)
+    se = 100 * (a.std(0) / 40**0.5).flatten().numpy()
+    np.testing.assert_allclose([s[1, 1] - s[0, 1] for s in ca.lines[2][0].get_segments()], 2 * se, rtol=1e-4)
+    x = ca.lines[0].get_xdata().reshape(3, 4)
+    assert np.all(np.diff(x, axis=1) > 0) and np.all(x[1:, 0] - x[:-1, -1] > 1.5)  # heads side by side, layers apart
+    assert any(l.get_linestyle() == "--" and l.get_ydata()[0] == 100.0 for l in ax.get_lines())  # uniform = 100%
+    np.testing.assert_allclose(rel.containers[0].lines[0].get_ydata(), 100 * (b - a).mean(0).flatten().numpy(),
+                               rtol=1e-4, atol=1e-4)
+    assert any(l.get_linestyle() == "--" and l.get_ydata()[0] == 0.0 for l in rel.get_lines())
+    assert len(plot_distance_share({"a": a.mean(0)}).axes) == 1  # (L, heads): no difference, one panel
+    plt.close("all")
+
+
+def test_distance_share_rejects_mismatched_shapes():
+    from minivit.viz.inspection import plot_distance_share
+    with pytest.raises(ValueError, match="same number of heads"):
+        plot_distance_share({"a": torch.ones(3, 4), "b": torch.ones(3, 2)})
+    with pytest.raises(ValueError, match="same \\(L, heads\\)"):
+        plot_distance_share({"a": torch.ones(3, 4)}, difference=torch.ones(3, 2))
+    plt.close("all")

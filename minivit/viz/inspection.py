@@ -1,4 +1,5 @@
-"""Figures for inspecting a trained ViT: mean attention distance by head and depth (Fig. 7 right, Fig. 11), and
+"""Figures for inspecting a trained ViT: mean attention distance by head and depth (Fig. 7 right, Fig. 11), also as
+a share of uniform attention per head (`plot_distance_share`), and
 attention maps as a ratio to uniform attention (Fig. 6).
 
 Introduced in 08_inspecting_vit.ipynb.
@@ -88,6 +89,89 @@ def plot_attention_distance(distances: dict, reference: float | None = None, max
     return fig
 
 
+def _head_positions(depth: int, heads: int):
+    """x of every (layer, head), heads side by side within a layer, a gap between layers: (L, heads)."""
+    import numpy as np
+    return np.arange(depth)[:, None] * (heads + 1.0) + np.arange(heads)[None, :]
+
+
+def _draw_heads(ax, arrays: dict, scale: float, colours=None):
+    """Each head as a dot (±1 s.e. when per image), each layer's mean over heads as a bar, one colour per entry."""
+    import numpy as np
+    width = 0.6 / len(arrays)
+    for k, (label, (mean, se)) in enumerate(arrays.items()):
+        depth, heads = mean.shape
+        x = _head_positions(depth, heads) - 0.3 + width * (k + 0.5)  # (L, heads)
+        colour = (colours or {}).get(label, f"C{k}")
+        ax.errorbar(x.ravel(), scale * mean.ravel(), yerr=None if se is None else scale * se.ravel(), fmt="o", ms=4,
+                    color=colour, elinewidth=1, capsize=2, label=label, zorder=3)
+        centre = x.mean(axis=1)  # (L,)
+        ax.hlines(scale * mean.mean(axis=1), centre - heads / 2, centre + heads / 2, color=colour, lw=1.5,
+                  alpha=0.6, zorder=2)
+
+
+def _head_axis(ax, depth: int, heads: int):
+    import matplotlib.transforms as mtransforms
+    x = _head_positions(depth, heads)
+    ax.set_xticks(x.ravel(), [str(h) for _ in range(depth) for h in range(heads)], fontsize=7)
+    ax.set_xlim(-1, x.max() + 1)
+    ax.set_xlabel("head, grouped by layer (bar: the layer's mean over heads)")
+    blend = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+    for layer in range(depth):
+        ax.text(x[layer].mean(), 1.01, f"layer {layer}", transform=blend, ha="center", va="bottom", fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def plot_distance_share(shares: dict, difference=None, difference_label: str | None = None,
+                        title: str | None = None):
+    """Every head's mean attention distance as a share of uniform attention, layer by layer -> Figure.
+
+    `shares`: {label: (B, L, heads) per image, or (L, heads)}: distance / the distance of uniform attention (1 =
+    uniform; e.g. `mean_attention_distance(..., per_image=True) / uniform_attention_distance(grid, P)`), one entry
+    per model, all with the same L and heads. Left panel: one dot per head, in percent of uniform attention, heads
+    side by side within each layer so the spread between heads is visible, ±1 s.e. over images when per image,
+    a bar at each layer's mean over heads, a dashed line at 100% (uniform attention).
+    `difference`: optional (B, L, heads) or (L, heads), a paired difference of shares (say, model A minus model B
+    on the same images); a second panel, below, draws it per head in percentage points of uniform attention, ±1 s.e. over
+    images, with the layer means, and a dashed line at 0. `difference_label` titles that panel.
+    Used in 08_inspecting_vit.ipynb."""
+    import matplotlib.pyplot as plt
+    arrays, depth = _distance_arrays(shares)
+    head_counts = {m.shape[1] for m, _ in arrays.values()}
+    if len(head_counts) != 1:
+        raise ValueError(f"expected the same number of heads in every entry, got {sorted(head_counts)}")
+    heads = head_counts.pop()
+    diff = None
+    if difference is not None:
+        diff = _distance_arrays({"difference": difference})[0]["difference"]  # (mean, s.e. or None)
+        if diff[0].shape != (depth, heads):
+            raise ValueError(f"expected the difference on the same (L, heads) = {(depth, heads)} as the shares, got "
+                             f"{diff[0].shape}")
+    nrows = 1 if diff is None else 2  # the difference below the shares, on the same head positions
+    fig, axes = plt.subplots(nrows, 1, squeeze=False, layout="constrained",
+                             figsize=(max(5.0, 0.32 * depth * (heads + 1) + 2.0), 3.4 * nrows))
+    ax = axes[0, 0]
+    _draw_heads(ax, arrays, 100.0)
+    ax.axhline(100.0, ls="--", color="0.4", lw=1, label="uniform attention")
+    _head_axis(ax, depth, heads)
+    errs = ", ±1 s.e. over images" if any(se is not None for _, se in arrays.values()) else ""
+    ax.set_ylabel("mean attention distance (% of uniform)")
+    ax.set_title(f"each head's distance as a share of uniform attention{errs}", fontsize=9, pad=16)
+    ax.legend(fontsize=8, loc="lower right")
+    if diff is not None:
+        rel = axes[1, 0]
+        _draw_heads(rel, {difference_label or "difference": diff}, 100.0, colours={difference_label or "difference":
+                                                                                  "C3"})
+        rel.axhline(0.0, ls="--", color="0.4", lw=1)
+        _head_axis(rel, depth, heads)
+        rel.set_ylabel("difference (points of uniform attention)")
+        rel.set_title((difference_label or "paired difference") + (", ±1 s.e. over images" if diff[1] is not None
+                                                                   else ""), fontsize=9, pad=16)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
 def plot_ratio_maps(images, ratios, titles=None, row_labels=None, limit: float | None = None,
                     box: tuple[int, int, int, int] | None = None, title: str | None = None):
     """Maps over the patch grid as a ratio to uniform attention, below the images they were computed for -> Figure.
@@ -143,4 +227,4 @@ def plot_ratio_maps(images, ratios, titles=None, row_labels=None, limit: float |
     return fig
 
 
-__all__ = ["plot_attention_distance", "plot_ratio_maps"]
+__all__ = ["plot_attention_distance", "plot_distance_share", "plot_ratio_maps"]
