@@ -9,28 +9,26 @@ numbers, `None`, an exception -- is reported, never raised, so a notebook cell t
 always runs through. The returned `CheckResult` is true only when every case passed, so an
 instructor can grade with `assert check_patchify(fn, verbose=False)`.
 
-The shared machinery, for checks of your own: `_run` runs (label, thunk) cases and never raises;
-`_call(fn, *args)` calls the answer on copies of its tensor arguments (an answer that changes its input in
-place cannot spoil the expected value or a later case); `_compare` compares a tensor answer with the expected
-one and, when the values are right but in another order, says so; `_as_int` accepts a float with an exact
-integer value (e.g. `H / P * W / P`) where an int is expected; `with _without(fn, paths, hint): fn(...)` runs
-the answer with the package's (or PyTorch's, SciPy's) own solution out of reach, so that an answer which only
-calls it is refused ("solve it without ...") instead of passed.
+The shared machinery, for checks of your own, lives in `minivit.grading`: `_run` runs (label, thunk) cases and
+never raises; `_call(fn, *args)` calls the answer on copies of its tensor arguments (an answer that changes its
+input in place cannot spoil the expected value or a later case); `_compare` compares a tensor answer with the
+expected one and, when the values are right but in another order, says so. Here, `_as_int` accepts a float with
+an exact integer value (e.g. `H / P * W / P`) where an int is expected, and `with _without(fn, paths, hint):
+fn(...)` runs the answer with the package's (or PyTorch's, SciPy's) own solution refusing to run, however the
+answer holds it, so that an answer which only calls it is refused ("solve it without ...") instead of passed.
 
 Introduced in 00_start_here.ipynb; each check names the notebook whose exercise it checks.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 import numbers
-import sys
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from types import ModuleType
 
 import torch
+
+from .grading import CheckResult, Shortcut, _call, _compare, _copy, _run, without
 
 __all__ = ["CheckResult", "check_head_parameters", "check_patchify", "check_resize_pos_embed", "check_attention",
            "check_multi_head_attention",
@@ -40,60 +38,6 @@ __all__ = ["CheckResult", "check_head_parameters", "check_patchify", "check_resi
            "check_linear_weights", "check_swap_tiles",
            "check_mean_attention_distance",
            "check_color_codes", "check_sub_patch_codes"]
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """The outcome of one `check_*` call: how many cases passed, and what went wrong in the others."""
-
-    name: str  # what was checked, e.g. "patchify"
-    passed: int  # cases that passed
-    total: int  # cases run
-    failures: tuple[str, ...] = field(default=())  # one message per failed case
-
-    def __bool__(self) -> bool:
-        return self.passed == self.total
-
-    def __repr__(self) -> str:
-        return f"CheckResult({self.name!r}: {self.passed}/{self.total} passed)"
-
-
-def _run(name: str, cases, verbose: bool) -> CheckResult:
-    """`cases`: (label, thunk) pairs; a thunk returns None when right, else a message. Exceptions are failures."""
-    passed, failures, lines = 0, [], []
-    for label, thunk in cases:
-        try:
-            problem = thunk()
-        except _Shortcut as e:  # the answer called a function its check put out of reach
-            problem = str(e)
-        except Exception as e:  # the student's code raised: report it, do not raise
-            problem = f"raised {type(e).__name__}: {e}"
-        if problem is None:
-            passed += 1
-            lines.append(f"  ✓ {label}")
-        else:
-            failures.append(f"{label}: {problem}")
-            lines.append(f"  ✗ {label}: {problem}")
-    result = CheckResult(name, passed, len(cases), tuple(failures))
-    if verbose:
-        verdict = "all correct" if result else f"{result.total - result.passed} of {result.total} wrong"
-        print(f"{name}: {verdict}")
-        print("\n".join(lines))
-    return result
-
-
-def _copy(value):
-    """A copy of `value` that shares no tensor memory with it (tensors cloned, in tuples and lists too)."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone()
-    if isinstance(value, (tuple, list)):
-        return type(value)(_copy(v) for v in value)
-    return value
-
-
-def _call(fn, *args):
-    """`fn(*args)` on copies of the tensor arguments: the check's own inputs stay as they were."""
-    return fn(*(_copy(a) for a in args))
 
 
 def _as_int(value) -> int | None:
@@ -109,85 +53,19 @@ def _as_int(value) -> int | None:
     return None
 
 
-def _compare(got, expected: torch.Tensor, atol: float = 1e-5, what: str = "output",
-             order_hint: str = "") -> str | None:
-    """None when `got` is a tensor equal to `expected` (shape, then values); else what differs. When the values
-    are all there but in another order, says so, followed by `order_hint`."""
-    if not isinstance(got, torch.Tensor):
-        return f"returned {type(got).__name__}, expected a tensor of shape {tuple(expected.shape)}"
-    if tuple(got.shape) != tuple(expected.shape):
-        return f"{what} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
-    if not torch.allclose(got.float(), expected.float(), atol=atol, rtol=1e-4):
-        err = (got.float() - expected.float()).abs().max().item()
-        message = f"{what} has the right shape but wrong values (largest difference {err:.3g})"
-        if torch.allclose(got.float().flatten().sort().values, expected.float().flatten().sort().values,
-                          atol=atol, rtol=1e-4):
-            message += "; the values are all there, in another order" + (f": {order_hint}" if order_hint else "")
-        return message
-    return None
-
-
-class _Shortcut(Exception):
-    """Raised when an answer calls a function that its check has put out of reach (see `_without`)."""
+_Shortcut = Shortcut  # the name the notebooks' and the kit's checks have used
 
 
 @contextmanager
 def _without(fn, paths, hint: str):
-    """Within the block, the functions at `paths` ("module.name", e.g. "minivit.optim.param_groups") raise
-    `_Shortcut("solve it without <path>: <hint>")`, which `_run` reports as a failed case: an exercise whose
-    answer is one call to the package's own solution is not solved.
-
-    They are replaced wherever the answer `fn` can reach them: in every loaded module that holds them (the
-    package's re-exports and every `from ... import name` included), in `fn`'s globals (a notebook's namespace)
-    and in its closure. An `fn` that *is* one of them (`my_answer = param_groups`) is refused at once: no
-    replacement reaches a name bound before the call. Everything is put back on the way out, on an error too.
-    Put only the answer's call in the block: a check's expected values may come from these very functions.
-    A path that does not exist here (a name an older PyTorch lacks, a module not installed) is skipped."""
-    banned = {}  # id(function) -> (function, path)
-    for path in paths:
-        module, _, name = path.rpartition(".")
-        try:
-            function = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError):
-            continue
-        banned[id(function)] = (function, path)
-
-    def path_of(value) -> str | None:
-        function, path = banned.get(id(value), (None, None))
-        return path if function is value else None
-
-    def refuse_as(path: str):
-        def refuse(*args, **kwargs):
-            raise _Shortcut(f"solve it without {path}: {hint}")
-        return refuse
-
-    if path_of(fn):
-        raise _Shortcut(f"solve it without {path_of(fn)}: {hint}")
-    # object.__getattribute__, not vars(): reading a lazily loaded module's __dict__ would load it
-    namespaces = [object.__getattribute__(m, "__dict__") for m in list(sys.modules.values())
-                  if isinstance(m, ModuleType)]
-    namespaces.append(getattr(fn, "__globals__", {}))
-    undo = []  # calls that put each original back
-    try:
-        for namespace in namespaces:
-            if banned.keys().isdisjoint(map(id, namespace.values())):  # the common case, without a Python loop
-                continue
-            for key, value in list(namespace.items()):
-                if path_of(value):
-                    undo.append(lambda ns=namespace, k=key, v=value: ns.__setitem__(k, v))
-                    namespace[key] = refuse_as(path_of(value))
-        for cell in getattr(fn, "__closure__", None) or ():
-            try:
-                value = cell.cell_contents
-            except ValueError:  # a cell not yet filled
-                continue
-            if path_of(value):
-                undo.append(lambda c=cell, v=value: setattr(c, "cell_contents", v))
-                cell.cell_contents = refuse_as(path_of(value))
+    """Within the block, the callables at `paths` ("module.name", e.g. "minivit.optim.param_groups") refuse to run:
+    a call raises `Shortcut("solve it without <path>: <hint>")`, which `_run` reports as a failed case -- an
+    exercise whose answer is one call to the package's own solution is not solved. The refusal is made on the
+    callables themselves (see `minivit.grading.without`), so it holds however the answer `fn` holds them: a name,
+    a default argument, a `functools.partial`, a container, an object. Put only the answer's call in the block: a
+    check's expected values may come from these very functions."""
+    with without(paths, hint):
         yield
-    finally:
-        for put_back in reversed(undo):
-            put_back()
 
 
 def _images(b: int, c: int, h: int, w: int, seed: int) -> torch.Tensor:

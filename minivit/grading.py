@@ -1,0 +1,307 @@
+"""Grading tools: run an answer with ready-made solutions refused, and compare it with a reference case by case.
+
+    from minivit.grading import guarded, check_cases
+    answer = guarded(my_patchify, ["minivit.patching.patchify"], "cut the patches yourself")
+    check_cases("patchify", answer, minivit.patchify, [("8x12 image, P = 4", (x, 4))])
+
+`without(paths, hint)` is a context manager in which the callables at `paths` refuse to run: each call raises
+`Shortcut("solve it without <path>: <hint>")`. The refusal is made on the callables themselves, not on the names
+that hold them, so it reaches every way an answer can hold one -- a module's name, a notebook global, a closure,
+a default argument, a `functools.partial`, a list, an object's attribute, an `nn.Module` instance:
+
+- a Python function (the package's functions, methods such as `torch.nn.MultiheadAttention.forward`) has its
+  `__code__` swapped for one that raises, and put back on the way out;
+- a PyTorch function (`torch.nn.functional.scaled_dot_product_attention`, `F.interpolate`, and the same operator
+  reached through `torch.ops.aten`) is refused by a `torch.overrides.TorchFunctionMode`, which sees every call of
+  PyTorch's Python API whichever name it was reached by;
+- a path naming a module refuses every function defined in it (and in its loaded submodules); a path naming a
+  class refuses every method defined in its body.
+
+A refusal is remembered: an answer that catches the `Shortcut` (`try: ... except Exception: ...`) and returns
+something else is still refused when the block ends. `guarded(fn, paths, hint)` wraps an answer so that each of
+its calls runs `without` the paths, and nothing else does -- a check's own expected values, computed with the very
+functions the answer may not call, stay unaffected. `graded_with(fn, name=reference)` lets a later part of an
+assignment run with the reference implementation of an earlier part, so one mistake costs its own points once.
+
+No guard stops an answer that copies the package's source text; the kit's README says what that means for graded
+use. Introduced in 00_start_here.ipynb with `minivit.exercises`, whose checks use it; the nbgrader kit in
+`assignments/` grades with it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import sys
+import types
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+__all__ = ["CheckResult", "Shortcut", "without", "guarded", "graded_with", "check_cases"]
+
+
+class Shortcut(Exception):
+    """Raised when an answer calls a callable that its check has put out of reach (see `without`)."""
+
+
+_ACTIVE: list["_Guard"] = []  # the guards in force, innermost last
+
+
+def _refused(path: str) -> Shortcut:
+    """The exception a refused callable raises; every guard in force records it (a caught refusal still counts)."""
+    for guard in _ACTIVE:
+        if path in guard.paths:
+            error = Shortcut(f"solve it without {path}: {guard.hint}")
+            guard.refusals.append(error)
+            return error
+    return Shortcut(f"solve it without {path}")
+
+
+def _resolve(path: str):
+    """The object at a dotted path ("torch.nn.functional.interpolate", "minivit.Attention.forward"), or None."""
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        try:
+            for name in parts[i:]:
+                obj = getattr(obj, name)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+def _functions_of(obj) -> Iterable:
+    """The callables that `obj` stands for: a module's (and its loaded submodules') functions and classes' methods,
+    a class's methods, or `obj` itself."""
+    if isinstance(obj, types.ModuleType):
+        prefix = obj.__name__
+        for module in [m for name, m in list(sys.modules.items()) if name == prefix or name.startswith(prefix + ".")]:
+            for value in list(vars(module).values()):
+                if getattr(value, "__module__", None) == module.__name__:
+                    yield from _functions_of(value) if isinstance(value, type) else [value]
+    elif isinstance(obj, type):
+        for value in vars(obj).values():
+            value = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
+            if isinstance(value, types.FunctionType):
+                yield value
+    else:
+        yield obj
+
+
+def _refusing_code(fn: types.FunctionType, path: str) -> types.CodeType:
+    """A code object with `fn`'s free variables (so it fits `fn`'s closure) whose body raises `_refused(path)`.
+    It runs with `fn`'s globals, so it reaches this module through `__import__`, which every module has."""
+    free = fn.__code__.co_freevars
+    lines = ["def _outer():", *[f"    {v} = None" for v in free], "    def _refuse(*args, **kwargs):"]
+    if free:
+        lines.append(f"        ({', '.join(free)},)")  # mentioned, so they are free variables of _refuse
+    lines += [f"        raise __import__('minivit.grading', fromlist=['_'])._refused({path!r})", "    return _refuse"]
+    namespace: dict = {}
+    exec(compile("\n".join(lines), f"<refused: {path}>", "exec"), namespace)
+    return namespace["_outer"]().__code__
+
+
+class _RefuseTorch(TorchFunctionMode):
+    """Refuses the banned PyTorch functions, however they are reached (torch.ops.aten included, by name)."""
+
+    def __init__(self, banned: dict):
+        super().__init__()
+        self.banned = banned  # function -> path
+        self.names = {getattr(f, "__name__", None): p for f, p in banned.items()}
+
+    def __torch_function__(self, func, types_, args=(), kwargs=None):
+        path = self.banned.get(func) if _hashable(func) else None
+        if path is None and type(func).__module__ == "torch._ops":  # torch.ops.aten.NAME(.overload)
+            path = self.names.get(str(getattr(func, "__name__", "")).split(".")[0])
+        if path is not None:
+            raise _refused(path)
+        return func(*args, **(kwargs or {}))
+
+
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+        return True
+    except TypeError:
+        return False
+
+
+class _Guard:
+    def __init__(self, paths: Sequence[str], hint: str):
+        self.paths, self.hint, self.refusals = list(paths), hint, []
+
+
+@contextmanager
+def without(paths: Sequence[str], hint: str = ""):
+    """Within the block, the callables at `paths` raise `Shortcut("solve it without <path>: <hint>")` wherever they
+    are called from (see the module docstring). A path that does not exist here (a name an older PyTorch lacks, a
+    module not installed) is skipped. If a refusal happened and the block swallowed it, the block's end raises it.
+    Everything is put back on the way out, on an error too. Put only the answer's call in the block."""
+    guard = _Guard(paths, hint)
+    swapped: list[tuple[types.FunctionType, types.CodeType, str]] = []  # function, its own code, the path
+    torch_banned: dict = {}
+    for path in paths:
+        obj = _resolve(path)
+        if obj is None:
+            continue
+        for fn in _functions_of(obj):
+            chain, seen = [], set()
+            while fn is not None and id(fn) not in seen:  # a decorated function and the ones it wraps
+                seen.add(id(fn))
+                chain.append(fn)
+                fn = getattr(fn, "__wrapped__", None)
+            for f in chain:
+                if isinstance(f, types.FunctionType) and all(f is not s for s, _, _ in swapped):
+                    swapped.append((f, f.__code__, path))
+                elif not isinstance(f, types.FunctionType) and callable(f) and _hashable(f):
+                    torch_banned[f] = path
+                if isinstance(f, types.FunctionType) and f.__module__ and f.__module__.startswith("torch"):
+                    torch_banned[f] = path  # a PyTorch Python function: also refused by the mode
+    _ACTIVE.append(guard)
+    mode = _RefuseTorch(torch_banned) if torch_banned else None
+    try:
+        for fn, _, path in swapped:
+            fn.__code__ = _refusing_code(fn, path)
+        if mode is not None:
+            with mode:
+                yield guard
+        else:
+            yield guard
+    finally:
+        for fn, code, _ in swapped:
+            fn.__code__ = code
+        _ACTIVE.remove(guard)
+    if guard.refusals:  # the answer caught a refusal and went on: it is refused all the same
+        raise guard.refusals[0]
+
+
+def guarded(fn: Callable, paths: Sequence[str], hint: str = "") -> Callable:
+    """`fn` whose every call runs `without(paths, hint)`; the wrapper keeps `fn`'s name and docstring."""
+    @functools.wraps(fn)
+    def answer(*args, **kwargs):
+        with without(paths, hint):
+            return fn(*args, **kwargs)
+    return answer
+
+
+@contextmanager
+def graded_with(fn: Callable, **references):
+    """Within the block, the names in `fn`'s globals (a notebook's namespace) are bound to `references`: a later
+    part that calls an earlier part's answer runs with its reference, so it is graded on its own. Put back after."""
+    namespace = getattr(fn, "__globals__", None)
+    if namespace is None:
+        raise TypeError(f"graded_with needs a Python function, got {type(fn).__name__}")
+    missing = object()
+    before = {name: namespace.get(name, missing) for name in references}
+    namespace.update(references)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is missing:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = value
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one `check_*` call: how many cases passed, and what went wrong in the others."""
+
+    name: str  # what was checked, e.g. "patchify"
+    passed: int  # cases that passed
+    total: int  # cases run
+    failures: tuple[str, ...] = field(default=())  # one message per failed case
+
+    def __bool__(self) -> bool:
+        return self.passed == self.total
+
+    def __repr__(self) -> str:
+        return f"CheckResult({self.name!r}: {self.passed}/{self.total} passed)"
+
+
+def _run(name: str, cases, verbose: bool) -> CheckResult:
+    """`cases`: (label, thunk) pairs; a thunk returns None when right, else a message. Exceptions are failures."""
+    passed, failures, lines = 0, [], []
+    for label, thunk in cases:
+        try:
+            problem = thunk()
+        except Shortcut as e:  # the answer called a function its check put out of reach
+            problem = str(e)
+        except Exception as e:  # the student's code raised: report it, do not raise
+            problem = f"raised {type(e).__name__}: {e}"
+        if problem is None:
+            passed += 1
+            lines.append(f"  ✓ {label}")
+        else:
+            failures.append(f"{label}: {problem}")
+            lines.append(f"  ✗ {label}: {problem}")
+    result = CheckResult(name, passed, len(cases), tuple(failures))
+    if verbose:
+        verdict = "all correct" if result else f"{result.total - result.passed} of {result.total} wrong"
+        print(f"{name}: {verdict}")
+        print("\n".join(lines))
+    return result
+
+
+def _copy(value):
+    """A copy of `value` that shares no tensor memory with it (tensors cloned, in tuples and lists too)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_copy(v) for v in value)
+    return value
+
+
+def _call(fn, *args):
+    """`fn(*args)` on copies of the tensor arguments: the check's own inputs stay as they were."""
+    return fn(*(_copy(a) for a in args))
+
+
+def _compare(got, expected: torch.Tensor, atol: float = 1e-5, what: str = "output",
+             order_hint: str = "") -> str | None:
+    """None when `got` is a tensor equal to `expected` (shape, then values); else what differs. When the values
+    are all there but in another order, says so, followed by `order_hint`."""
+    if not isinstance(got, torch.Tensor):
+        return f"returned {type(got).__name__}, expected a tensor of shape {tuple(expected.shape)}"
+    if tuple(got.shape) != tuple(expected.shape):
+        return f"{what} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
+    if not torch.allclose(got.float(), expected.float(), atol=atol, rtol=1e-4):
+        err = (got.float() - expected.float()).abs().max().item()
+        message = f"{what} has the right shape but wrong values (largest difference {err:.3g})"
+        if torch.allclose(got.float().flatten().sort().values, expected.float().flatten().sort().values,
+                          atol=atol, rtol=1e-4):
+            message += "; the values are all there, in another order" + (f": {order_hint}" if order_hint else "")
+        return message
+    return None
+
+
+def check_cases(name: str, fn: Callable, reference: Callable, cases: Sequence[tuple[str, tuple]],
+                mistakes: Sequence[tuple[Callable, str]] = (), atol: float = 1e-5, what: str = "output",
+                order_hint: str = "", verbose: bool = True):
+    """Compare `fn(*args)` with `reference(*args)` for each `(label, args)` of `cases`, in the style of
+    `minivit.exercises`: a `CheckResult`, one line per case, never raising. When a wrong answer equals what a known
+    mistake computes (`mistakes`: pairs of a function with the reference's signature and the hint to give), the
+    hint is added to the message. Tensor arguments are copied for each call, so an answer that changes its
+    input in place spoils nothing."""
+    def case(args):
+        def run():
+            expected = reference(*args)
+            got = _call(fn, *args)
+            problem = _compare(got, expected, atol=atol, what=what, order_hint=order_hint)
+            if problem and isinstance(got, torch.Tensor) and got.shape == expected.shape:
+                for mistake, hint in mistakes:
+                    wrong = mistake(*args)
+                    if wrong.shape == got.shape and torch.allclose(got.float(), wrong.float(), atol=atol, rtol=1e-4):
+                        return f"{problem}: {hint}"
+            return problem
+        return run
+    return _run(name, [(label, case(args)) for label, args in cases], verbose)

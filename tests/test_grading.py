@@ -1,0 +1,139 @@
+"""minivit.grading: the guard refuses the package's and PyTorch's solutions however an answer holds them, puts
+everything back, and the grading helpers compare case by case (the bypasses of the instructor trial r2 among them)."""
+
+import functools
+import types
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import minivit
+from minivit.grading import Shortcut, check_cases, graded_with, guarded, without
+
+
+def _refused_code_left() -> list[str]:
+    import sys
+    return [f"{name}.{k}" for name, m in list(sys.modules.items())
+            if isinstance(m, types.ModuleType) and name.split(".")[0] in ("minivit", "torch")
+            for k, v in list(vars(m).items())
+            if type(v) is types.FunctionType and v.__code__.co_filename.startswith("<refused")]
+
+
+X = torch.rand(2, 3, 8, 12)
+BOX = [minivit.patchify]
+
+
+class Holder:
+    def __init__(self):
+        self.fn = minivit.patchify
+
+
+def by_default_argument(x, p, _impl=minivit.patchify):
+    return _impl(x, p)
+
+
+def from_a_container(x, p):
+    return BOX[0](x, p)
+
+
+def from_an_object(x, p, _holder=Holder()):
+    return _holder.fn(x, p)
+
+
+def swallowing_the_refusal(x, p):  # detects the guard and answers something of the right shape
+    try:
+        return minivit.patchify(x, p)
+    except Exception:
+        return torch.zeros(x.shape[0], (x.shape[2] // p) * (x.shape[3] // p), p * p * x.shape[1])
+
+
+@pytest.mark.parametrize("answer", [by_default_argument, functools.partial(minivit.patchify), from_a_container,
+                                    from_an_object, swallowing_the_refusal, minivit.patchify],
+                         ids=["default argument", "partial", "container", "object", "swallowed", "itself"])
+def test_every_way_of_holding_the_package_function_is_refused(answer):
+    with pytest.raises(Shortcut, match="solve it without minivit.patching.patchify: by hand"):
+        with without(["minivit.patching.patchify"], "by hand"):
+            answer(X, 4)
+    assert minivit.patchify(X, 4).shape == (2, 6, 48) and not _refused_code_left()  # put back
+
+
+def test_pytorch_functions_are_refused_by_any_name():
+    q = torch.randn(1, 2, 3, 4)
+    answers = [lambda q, _f=F.scaled_dot_product_attention: _f(q, q, q),
+               lambda q: torch.ops.aten.scaled_dot_product_attention(q, q, q),
+               lambda q: torch._C._nn.scaled_dot_product_attention(q, q, q)]
+    for answer in answers:
+        with pytest.raises(Shortcut, match="scaled_dot_product_attention"):
+            with without(["torch.nn.functional.scaled_dot_product_attention"], "write the softmax"):
+                answer(q)
+    assert F.scaled_dot_product_attention(q, q, q).shape == q.shape
+
+
+def test_modules_classes_and_methods():
+    tokens = torch.randn(1, 3, 8)
+    mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    for path in ("torch.nn.MultiheadAttention.forward", "torch.nn.functional.multi_head_attention_forward"):
+        with pytest.raises(Shortcut):
+            with without([path], "write the heads out"):
+                (lambda t, _m=mha: _m(t, t, t))(tokens)
+    attn = minivit.Attention(8, 2)
+    with pytest.raises(Shortcut, match="minivit.attention.Attention"):
+        with without(["minivit.attention.Attention"], ""):
+            attn(tokens)
+    assert attn(tokens).shape == (1, 3, 8)
+    from minivit.train import loop
+    with pytest.raises(Shortcut, match="solve it without minivit.train: write the loop"):  # a whole package
+        with without(["minivit.train"], "write the loop"):
+            (lambda _step=loop.train_step: _step(None, None, None, None))()
+    maps = [torch.rand(1, 2, 5, 5).softmax(-1)]
+    with pytest.raises(Shortcut):  # decorated functions: the wrapper and the function it wraps
+        with without(["minivit.inspection.attention_rollout"], ""):
+            (lambda m, _r=minivit.attention_rollout: _r(m))(maps)
+    assert minivit.attention_rollout(maps).shape == (1, 5, 5) and not _refused_code_left()
+
+
+def test_an_error_in_the_block_puts_everything_back_and_missing_paths_are_skipped():
+    with pytest.raises(ZeroDivisionError):
+        with without(["minivit.patching.patchify", "torch.nn.functional.interpolate"], ""):
+            1 / 0
+    assert not _refused_code_left()
+    assert F.interpolate(torch.rand(1, 1, 2, 2), size=(4, 4)).shape == (1, 1, 4, 4)
+    with without(["no_such_module.f", "minivit.inspection.no_such_name"], ""):
+        pass
+
+
+def test_guarded_refuses_only_the_answers_calls():
+    answer = guarded(by_default_argument, ["minivit.patching.patchify"], "by hand")
+    result = check_cases("patchify", answer, minivit.patchify, [("8x12", (X, 4))], verbose=False)
+    assert not result and "solve it without minivit.patching.patchify: by hand" in result.failures[0]
+
+    def mine(x, p):  # a correct answer: the reference, computed outside the guard, is untouched
+        return x.unfold(2, p, p).unfold(3, p, p).permute(0, 2, 3, 4, 5, 1).reshape(x.shape[0], -1, p * p * x.shape[1])
+    assert check_cases("patchify", guarded(mine, ["minivit.patching.patchify"]), minivit.patchify,
+                       [("8x12", (X, 4))], verbose=False)
+
+
+def test_check_cases_names_a_known_mistake():
+    def channels_first(x, p):
+        return x.unfold(2, p, p).unfold(3, p, p).permute(0, 2, 3, 1, 4, 5).reshape(x.shape[0], -1, p * p * x.shape[1])
+    result = check_cases("patchify", channels_first, minivit.patchify, [("8x12", (X, 4))],
+                         mistakes=[(channels_first, "flattened in (c p1 p2) order")], verbose=False)
+    assert result.passed == 0 and result.failures[0].endswith("flattened in (c p1 p2) order")
+
+
+def helper(x):
+    return x + 1
+
+
+def later_part(x):
+    return helper(x) * 2
+
+
+def test_graded_with_binds_the_reference_for_the_block_only():
+    with graded_with(later_part, helper=lambda x: x + 10):
+        assert later_part(0) == 20
+    assert later_part(0) == 2
+    with pytest.raises(TypeError, match="needs a Python function"):
+        with graded_with(len, helper=None):
+            pass
