@@ -51,14 +51,16 @@ class Shortcut(Exception):
 _ACTIVE: list["_Guard"] = []  # the guards in force, innermost last
 
 
-def _refused(path: str) -> Shortcut:
-    """The exception a refused callable raises; every guard in force records it (a caught refusal still counts)."""
+def _refused(path: str, name: str = "") -> Shortcut:
+    """The exception a refused callable raises (`name`: the callable, when `path` names its module or class);
+    every guard in force records it, so a caught refusal still counts."""
+    shown = name or path
     for guard in _ACTIVE:
         if path in guard.paths:
-            error = Shortcut(f"solve it without {path}: {guard.hint}")
+            error = Shortcut(f"solve it without {shown}: {guard.hint}" if guard.hint else f"solve it without {shown}")
             guard.refusals.append(error)
             return error
-    return Shortcut(f"solve it without {path}")
+    return Shortcut(f"solve it without {shown}")
 
 
 def _resolve(path: str):
@@ -100,10 +102,11 @@ def _refusing_code(fn: types.FunctionType, path: str) -> types.CodeType:
     """A code object with `fn`'s free variables (so it fits `fn`'s closure) whose body raises `_refused(path)`.
     It runs with `fn`'s globals, so it reaches this module through `__import__`, which every module has."""
     free = fn.__code__.co_freevars
+    name = "" if _resolve(path) is fn else f"{fn.__module__}.{fn.__qualname__}"
     lines = ["def _outer():", *[f"    {v} = None" for v in free], "    def _refuse(*args, **kwargs):"]
     if free:
         lines.append(f"        ({', '.join(free)},)")  # mentioned, so they are free variables of _refuse
-    lines += [f"        raise __import__('minivit.grading', fromlist=['_'])._refused({path!r})", "    return _refuse"]
+    lines += [f"        raise __import__('minivit.grading', fromlist=['_'])._refused({path!r}, {name!r})", "    return _refuse"]
     namespace: dict = {}
     exec(compile("\n".join(lines), f"<refused: {path}>", "exec"), namespace)
     return namespace["_outer"]().__code__

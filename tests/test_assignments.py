@@ -1,10 +1,12 @@
 """The nbgrader assignment kit (assignments/): each assignment through nbgrader's own commands, offline.
 
 Tooling test. For each assignment, in a course folder of its own: `nbgrader generate_assignment` makes the
-students' version; it must hold none of the solutions' text. Then three submissions go through one
-`nbgrader autograde`: the instructor's source (every autograded cell gets full marks), the released version
-unanswered (0 on every autograded cell, and the autograder finishes), and the source with one deliberately wrong
-answer (it loses exactly the points of the cell that checks that answer). Scores are read from nbgrader's gradebook.
+students' version; it must hold none of the solutions' text, hidden tests, test markers or instructors' notes.
+Then the submissions go through one `nbgrader autograde`: the instructor's source (full marks), the released
+version unanswered (0 everywhere, and the autograder finishes), and the submissions of
+tests/assignment_submissions_<a|b|c>.py -- plausible mistakes and attempts to call the package's (or PyTorch's)
+own solution -- each of which loses exactly the points of the parts it got wrong. Scores are read from
+nbgrader's gradebook.
 
 Skipped, saying why, where nbgrader is not installed (it is in [dev]); B and C need CIFAR-10 (`make data`).
 """
@@ -34,14 +36,15 @@ def _have_cifar10() -> bool:
 
 
 NEEDS_CIFAR10 = pytest.mark.skipif(not _have_cifar10(), reason="CIFAR-10 is not on this machine (make data)")
-# assignment -> (the solution cell to spoil, its text, the wrong text, the test cell that must lose its points)
-WRONG = {
-    "a_patches_and_attention": (
-        "patchify", "grid = grid.permute(0, 2, 4, 3, 5, 1)", "grid = grid.permute(0, 2, 4, 1, 3, 5)", "test_patchify"),
-    "b_higher_resolution": ("finetune", "        optimizer.step()\n", "", "test_finetune"),
-    "c_inspecting_vit": (
-        "distance", "    a = a / a.sum(dim=-1, keepdim=True)  # rows sum to 1 over the patches\n", "", "test_distance"),
-}
+SHORT = {"a_patches_and_attention": "a", "b_higher_resolution": "b", "c_inspecting_vit": "c"}
+
+
+def submissions(name: str) -> dict:
+    """tests/assignment_submissions_<a|b|c>.py: student -> ({solution grade_id: edit}, parts that lose their points),
+    where an edit is (anchor, replacement) or a whole new cell source."""
+    return importlib.import_module(f"tests.assignment_submissions_{SHORT[name]}").SUBMISSIONS
+
+
 ASSIGNMENTS = [
     pytest.param("a_patches_and_attention"),
     pytest.param("b_higher_resolution", marks=NEEDS_CIFAR10),
@@ -52,7 +55,9 @@ pytestmark = pytest.mark.skipif(not HAVE_NBGRADER, reason="nbgrader is not insta
 
 
 def test_every_assignment_is_tested():
-    assert sorted(p.name for p in (KIT / "source").iterdir() if p.is_dir()) == sorted(WRONG)
+    assert sorted(p.name for p in (KIT / "source").iterdir() if p.is_dir()) == sorted(SHORT)
+    for name in SHORT:
+        assert submissions(name), f"{name}: no submissions with mistakes or bypasses"
 
 
 def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
@@ -99,8 +104,30 @@ def _submit(course: Path, name: str, student: str, cells: list[dict], like: Path
     (folder / f"{name}.ipynb").write_text(json.dumps(nb, indent=1))
 
 
+def _edit(cells: list[dict], grade_id: str, edit) -> None:
+    target = [c for c in cells if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id]
+    assert len(target) == 1, f"no solution cell {grade_id!r}"
+    text = _text(target[0])
+    if isinstance(edit, tuple):
+        anchor, replacement = edit
+        assert anchor in text, f"the anchor {anchor!r} is no longer in cell {grade_id}"
+        text = text.replace(anchor, replacement)
+    else:
+        text = edit
+    target[0]["source"] = text
+
+
+def _part(grade_id: str) -> str:
+    """test_<part>_<k> -> part."""
+    assert grade_id.startswith("test_"), grade_id
+    return grade_id[len("test_"):].rsplit("_", 1)[0]
+
+
 @pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_an_assignment_through_nbgrader(tmp_path, name):
+    """Through nbgrader's own commands: the students' version holds no solution, hidden test or test marker; the
+    source scores full marks, the release 0, and each submission with mistakes or bypasses loses exactly the points
+    of the parts it got wrong (every test cell of those parts 0, every other test cell full: no cascade)."""
     course = tmp_path / "course"
     shutil.copytree(KIT / "source" / name, course / "source" / name)
     shutil.copy(KIT / "nbgrader_config.py", course)
@@ -115,21 +142,25 @@ def test_an_assignment_through_nbgrader(tmp_path, name):
     assert not leaked, f"solution text in the students' version: {leaked}"
     assert "BEGIN SOLUTION" not in release_text and "YOUR CODE HERE" in release_text
     assert "YOUR ANSWER HERE" in release_text  # the written answer, cleared
+    source_text = "\n".join(_text(c) for c in _cells(source))
+    assert "BEGIN HIDDEN TESTS" in source_text and "HIDDEN TESTS" not in release_text
+    for noise in ("NBVAL_", "measured with the solution", "../../../"):  # test markers, instructors' notes, links
+        assert noise.lower() not in release_text.lower(), f"{noise!r} in the students' version"
 
-    cell, right, wrong, spoiled = WRONG[name]
-    spoilt_cells = _cells(source)
-    target = next(c for c in spoilt_cells if c["metadata"]["nbgrader"]["grade_id"] == cell)
-    assert right in _text(target), f"the wrong answer's anchor is no longer in cell {cell}"
-    target["source"] = _text(target).replace(right, wrong)
+    plan = submissions(name)
     _submit(course, name, "full", _cells(source), source)
     _submit(course, name, "blank", _cells(released), released)
-    _submit(course, name, "wrong", spoilt_cells, source)
+    for student, (edits, _) in plan.items():
+        cells = _cells(source)
+        for grade_id, edit in edits.items():
+            _edit(cells, grade_id, edit)
+        _submit(course, name, student, cells, source)
     nbgrader(course, "autograde", name)
 
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         scores = {}
-        for student in ("full", "blank", "wrong"):
+        for student in ("full", "blank", *plan):
             notebook = gradebook.find_submission_notebook(name, name, student)
             scores[student] = {g.name: (g.auto_score, g.max_score) for g in notebook.grades if g.cell_type == "code"}
             written = [g for g in notebook.grades if g.cell_type == "markdown"]
@@ -140,9 +171,13 @@ def test_an_assignment_through_nbgrader(tmp_path, name):
                 assert all(g.auto_score is None and g.needs_manual_grade for g in written), \
                     [(g.name, g.auto_score, g.needs_manual_grade) for g in written]
     tests = scores["full"]
-    assert len(tests) >= 3 and all(points > 0 for _, points in tests.values())
-    assert {k: s for k, (s, _) in scores["full"].items()} == {k: p for k, (_, p) in tests.items()}, \
-        f"the source does not get full marks: {scores['full']}"
+    assert len(tests) >= 6 and all(points > 0 for _, points in tests.values())
+    assert {k: s for k, (s, _) in tests.items()} == {k: p for k, (_, p) in tests.items()}, \
+        f"the source does not get full marks: {tests}"
     assert all(score == 0 for score, _ in scores["blank"].values()), f"unanswered scores: {scores['blank']}"
-    lost = {k: p - scores["wrong"][k][0] for k, (_, p) in tests.items() if scores["wrong"][k][0] != p}
-    assert lost == {spoiled: tests[spoiled][1]}, f"one wrong answer in {cell} lost {lost}"
+    parts = {_part(k) for k in tests}
+    for student, (_, wrong_parts) in plan.items():
+        assert set(wrong_parts) <= parts, f"{student}: unknown parts {set(wrong_parts) - parts}"
+        got = {k: s for k, (s, _) in scores[student].items()}
+        want = {k: 0 if _part(k) in wrong_parts else p for k, (_, p) in tests.items()}
+        assert got == want, f"{student} (wrong in {sorted(wrong_parts)}): scored {got}, expected {want}"

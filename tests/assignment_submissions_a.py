@@ -1,0 +1,50 @@
+"""Submissions to assignment A (tests/test_assignments.py): plausible mistakes and attempts to call the package's
+or PyTorch's own solution. student -> ({solution cell: (anchor, replacement) or a whole new source}, the parts
+that lose all their points). Every other part keeps all of its points: part 3 is graded with a correct part 2."""
+
+PERMUTE = "grid = grid.permute(0, 2, 4, 3, 5, 1)"
+
+SUBMISSIONS = {
+    # (c p1 p2) patch order (F.unfold's); no 1/sqrt(Dh); the out kernel not transposed. Part 3 keeps its points.
+    "mistakes-1": ({
+        "patchify": (PERMUTE, "grid = grid.permute(0, 2, 4, 1, 3, 5)"),
+        "attention": (" / math.sqrt(q.shape[-1])", ""),
+        "flax": ('"h dh d -> d (h dh)"', '"h dh d -> (h dh) d"'),
+    }, {"patchify", "attention", "flax"}),
+    # patches column by column; softmax over the queries; qkv read as (heads, 3, Dh); heads' columns as (dh h).
+    "mistakes-2": ({
+        "patchify": (PERMUTE, "grid = grid.permute(0, 4, 2, 3, 5, 1)"),
+        "attention": ("scores.softmax(dim=-1)", "scores.softmax(dim=-2)"),
+        "mha": ('"b n (three h dh) -> three b h n dh"', '"b n (h three dh) -> three b h n dh"'),
+        "flax": ('"d h dh -> (h dh) d"', '"d h dh -> (dh h) d"'),
+    }, {"patchify", "attention", "mha", "flax"}),
+    # the package's functions as a default argument and in functools.partial; torch.nn.MultiheadAttention
+    "bypass-1": ({
+        "patchify": "def my_patchify(images, patch_size, _impl=minivit.patchify):\n    return _impl(images, patch_size)\n",
+        "attention": "import functools\nattention = functools.partial(minivit.attention_with_weights)\n",
+        "mha": ("def multi_head_attention(x, qkv_weight, qkv_bias, proj_weight, proj_bias, heads):\n"
+                "    d = x.shape[-1]\n"
+                "    layer = torch.nn.MultiheadAttention(d, heads, batch_first=True)\n"
+                "    with torch.no_grad():\n"
+                "        layer.in_proj_weight.copy_(qkv_weight); layer.in_proj_bias.copy_(qkv_bias)\n"
+                "        layer.out_proj.weight.copy_(proj_weight); layer.out_proj.bias.copy_(proj_bias)\n"
+                "    return layer(x, x, x, need_weights=False)[0]\n"),
+    }, {"patchify", "attention", "mha"}),
+    # a refusal caught and answered around; the package's function in a container; a minivit.Attention object
+    "bypass-2": ({
+        "patchify": ("def my_patchify(images, patch_size):\n"
+                     "    try:\n"
+                     "        return minivit.patchify(images, patch_size)\n"
+                     "    except Exception:\n"
+                     "        b, c, h, w = images.shape\n"
+                     "        return torch.zeros(b, (h // patch_size) * (w // patch_size), patch_size ** 2 * c)\n"),
+        "attention": ("TOOLS = {'attend': minivit.attention_with_weights}\n"
+                      "def attention(q, k, v):\n    return TOOLS['attend'](q, k, v)\n"),
+        "mha": ("def multi_head_attention(x, qkv_weight, qkv_bias, proj_weight, proj_bias, heads,\n"
+                "                         _layer=minivit.Attention(8, 1, fused=False)):\n"
+                "    layer = minivit.Attention(x.shape[-1], heads, fused=False)\n"
+                "    layer.load_state_dict({'qkv.weight': qkv_weight, 'qkv.bias': qkv_bias,\n"
+                "                           'proj.weight': proj_weight, 'proj.bias': proj_bias})\n"
+                "    return layer(x)\n"),
+    }, {"patchify", "attention", "mha"}),
+}
