@@ -11,7 +11,7 @@ TORCH_VARIANT ?= auto
 # Run as root (containers), JupyterLab needs --allow-root.
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help install data lab test unit notebooks smoke bench gpu-bundle site assignments clean
+.PHONY: help install data lab test unit notebooks smoke bench gpu-bundle site assignments kit-folder clean
 
 help:
 	@echo "make lab        open the course notebooks in JupyterLab (sets everything up first)"
@@ -23,6 +23,7 @@ help:
 	@echo "make gpu-bundle NB=04   gpu-bundle/: wheels and notebook 04's data for a GPU machine without internet"
 	@echo "make site       build the course site (notebooks as last run, README, API reference) into _site/html"
 	@echo "make assignments  generate the students' versions of the nbgrader assignments into assignments/release"
+	@echo "                  (KIT=DIR: a private copy of the kit outside the repository, for graded use)"
 
 install: $(BIN)/.installed
 
@@ -80,9 +81,16 @@ gpu-bundle: install
 site: install
 	$(BIN)/python docs/build.py _site
 
-# The students' versions of assignments/source/* (solutions and hidden tests removed) into assignments/release.
-assignments: install
-	cd assignments && for a in source/*/; do \
+kit-folder:  # checked before anything is installed or written
+	@test -d "$(KIT)/source" || { echo "KIT=$(KIT) has no source/ folder: expected an nbgrader course folder"; exit 2; }
+
+# The students' versions of $(KIT)/source/* (solutions and hidden tests removed) into $(KIT)/release. KIT is an
+# nbgrader course folder: this repository's assignments/ by default, or a private copy outside it for graded use
+# (make assignments KIT=$$HOME/minivit-kit; a copy without its own nbgrader_config.py gets this one's).
+KIT ?= assignments
+assignments: kit-folder install
+	@test -f "$(KIT)/nbgrader_config.py" || cp assignments/nbgrader_config.py "$(KIT)/"
+	cd "$(KIT)" && for a in source/*/; do \
 		PATH="$(abspath $(BIN)):$$PATH" nbgrader generate_assignment "$$(basename $$a)" --force || exit 1; done
 
 clean:

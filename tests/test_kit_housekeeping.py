@@ -1,0 +1,34 @@
+"""The assignment kit's housekeeping: what nbgrader writes while grading (students' grades, downloads, submissions,
+feedback, the gradebook) is ignored by git, so it cannot be committed into the course repository by accident; and
+`make assignments` refuses a KIT folder that is not an nbgrader course folder without writing anything."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+WRITTEN_BY_GRADING = ["grades.csv", "downloaded/alice.ipynb", "submitted/alice/a/a.ipynb", "autograded/alice/a/a.ipynb",
+                      "feedback/alice/a/a.html", "release/a/a.ipynb", "gradebook.db", ".nbgrader.log",
+                      "exchange/minivit/inbound/x", "outbound/a/a.ipynb"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="not a git checkout")
+@pytest.mark.parametrize("path", WRITTEN_BY_GRADING)
+def test_what_grading_writes_is_ignored(path):
+    run = subprocess.run(["git", "check-ignore", "-q", f"assignments/{path}"], cwd=ROOT)
+    assert run.returncode == 0, f"assignments/{path} is not git-ignored: grading output could be committed"
+
+
+def test_the_kits_sources_are_not_ignored():
+    run = subprocess.run(["git", "check-ignore", "-q", "assignments/source/a_patches_and_attention/a.ipynb"], cwd=ROOT)
+    assert run.returncode == 1
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_assignments_refuses_a_folder_that_is_no_kit(tmp_path):
+    run = subprocess.run(["make", "-s", "assignments", f"KIT={tmp_path}"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert run.returncode != 0 and "no source/ folder" in run.stdout + run.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written
