@@ -86,7 +86,7 @@ kit-folder:  # checked before anything is installed or written
 
 # The students' versions of $(KIT)/source/* (solutions and hidden tests removed) into $(KIT)/release. KIT is an
 # nbgrader course folder: this repository's assignments/ by default, or a private copy outside it for graded use
-# (make assignments KIT=$$HOME/minivit-kit; a copy without its own nbgrader_config.py gets this one's).
+# (make assignments KIT=$HOME/minivit-kit; a copy without its own nbgrader_config.py gets this one's).
 KIT ?= assignments
 assignments: kit-folder install
 	@test -f "$(KIT)/nbgrader_config.py" || cp assignments/nbgrader_config.py "$(KIT)/"
