@@ -1,0 +1,42 @@
+"""Submissions to assignment B (tests/test_assignments.py): plausible mistakes and attempts to call the package's
+or scipy's own solution. student -> ({solution cell: (anchor, replacement) or a whole new source}, the parts that
+lose all their points). Every other part keeps all of its points: part 2 is graded with the reference part 1.
+Two submissions only: each costs one run of the notebook (35-55 s measured on one thread)."""
+
+SUBMISSIONS = {
+    # part 1 with the corners aligned (the authors' convention); part 3 with the centres aligned (timm's);
+    # part 4 without optimizer.zero_grad(), so that the gradients accumulate. Part 2 is right and keeps its points.
+    "mistakes": ({
+        "resize": ("align_corners=False", "align_corners=True"),
+        "authors": ("align_corners=True", "align_corners=False"),
+        "finetune": ("        optimizer.zero_grad()\n", ""),
+    }, {"resize", "authors", "finetune"}),
+    # each part done by the package's (or scipy's) solution: a default argument, ViT.set_image_size on a copy,
+    # functools.partial, the package's training step. Each would be right if it were allowed to run.
+    "bypass": ({
+        "resize": ("def my_resize_pos_embed(pos_embed, old_grid, new_grid, _impl=minivit.resize_pos_embed):\n"
+                   "    return _impl(pos_embed, old_grid, new_grid)\n"),
+        "model": ("def at_resolution(model, image_size):\n"
+                  "    return copy.deepcopy(model).set_image_size(image_size).eval()\n"),
+        "authors": ("import scipy.ndimage\n"
+                    "zoom_linear = functools.partial(scipy.ndimage.zoom, order=1)\n"
+                    "\n"
+                    "def authors_resize_pos_embed(pos_embed, old_grid, new_grid):\n"
+                    "    (h, w), (new_h, new_w) = old_grid, new_grid\n"
+                    "    grid = pos_embed[0, 1:].detach().reshape(h, w, -1).double().numpy()\n"
+                    "    zoomed = torch.from_numpy(zoom_linear(grid, (new_h / h, new_w / w, 1))).to(pos_embed.dtype)\n"
+                    "    return torch.cat([pos_embed[:, :1], zoomed.reshape(1, new_h * new_w, -1)], dim=1)\n"),
+        "finetune": ("from minivit.train.loop import train_step\n"
+                     "\n"
+                     "def fine_tune(model, images, labels, steps, batch_size, lr, generator):\n"
+                     "    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)\n"
+                     "    model.train()\n"
+                     "    losses = []\n"
+                     "    for _ in range(steps):\n"
+                     "        idx = torch.randint(len(images), (batch_size,), generator=generator)\n"
+                     "        loss, _, _ = train_step(model, optimizer, images[idx], labels[idx], clip_grad=None)\n"
+                     "        losses.append(loss.item())\n"
+                     "    model.eval()\n"
+                     "    return losses\n"),
+    }, {"resize", "model", "authors", "finetune"}),
+}
