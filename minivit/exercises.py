@@ -136,10 +136,24 @@ def check_resize_pos_embed(fn, verbose: bool = True) -> CheckResult:
     changes the cubic kernel (PIL's, a = -0.5, against -0.75 without it), so it matters even when enlarging."""
     from .embeddings import resize_pos_embed
 
+    hints = ((dict(align_corners=True), "patch centres map to patch centres (align_corners=False); aligning the "
+                                        "corners is the authors' convention, not minivit's and timm's"),
+             (dict(antialias=False), "antialias=True: in PyTorch it also changes the cubic kernel, enlarging too"),
+             (dict(mode="bilinear"), "the interpolation is bicubic"))
+
     def case(old, new, seed):
         pe = torch.randn(1, 1 + old[0] * old[1], 8, generator=torch.Generator().manual_seed(seed))
         expected = resize_pos_embed(pe, old, new)
-        return lambda: _compare(_call(fn, pe, old, new), expected, atol=1e-4)
+
+        def run():
+            got = _call(fn, pe, old, new)
+            problem = _compare(got, expected, atol=1e-4)
+            if problem and isinstance(got, torch.Tensor) and got.shape == expected.shape:
+                for options, hint in hints:
+                    if torch.allclose(got.float(), resize_pos_embed(pe, old, new, **options), atol=1e-4):
+                        return f"{problem}: {hint}"
+            return problem
+        return run
 
     def class_entry_kept():
         pe = torch.randn(1, 1 + 9, 8, generator=torch.Generator().manual_seed(9))

@@ -536,3 +536,11 @@ def test_without_reaches_every_name_and_puts_everything_back():
             mean_attention_distance(None, (1, 1), 1)
     with _without(len, ["no_such_module.f", "minivit.inspection.no_such_name"], "by hand"):  # skipped, not raised
         pass
+
+
+def test_resize_pos_embed_names_the_corner_convention():
+    """The instructor trial r2: a resize with the corners aligned got only "wrong values"; now the hint names it."""
+    def corners(pe, old, new):
+        return resize_pos_embed(pe, old, new, align_corners=True)
+    result = check_resize_pos_embed(corners, verbose=False)
+    assert not result and any("align_corners=False" in f for f in result.failures), result.failures
