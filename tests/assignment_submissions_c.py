@@ -1,0 +1,28 @@
+"""Submissions to assignment C (tests/test_assignments.py): plausible mistakes and attempts to call the package's own
+solution. student -> ({solution cell: (anchor, replacement) or a whole new source}, the parts that lose all their
+points). Every other part keeps all of its points: parts 3 and 4 are graded without the student's part 1.
+Three submissions, each one more run of the notebook in the harness."""
+
+SUBMISSIONS = {
+    # part 1 multiplies the layers as Ã1 Ã2 ... ÃL (later layers on the right); part 3 reads the patch index
+    # column-major (r = n % h, c = n // h), which a square grid or symmetric picks cannot see.
+    "mistakes-1": ({
+        "rollout": ("joint = a if joint is None else a @ joint", "joint = a if joint is None else joint @ a"),
+        "hide": ('rearrange(keep, "b (gh gw) -> b 1 gh gw"', 'rearrange(keep, "b (gw gh) -> b 1 gh gw"'),
+    }, {"rollout", "hide"}),
+    # part 2 with the L1 distance between patch centres instead of the Euclidean one; part 4 measured from the
+    # patches' top-left corners (no + 0.5).
+    "mistakes-2": ({
+        "distance": ("torch.cdist(centres, centres)", "torch.cdist(centres, centres, p=1)"),
+        "centre": ("torch.arange(h) + 0.5, torch.arange(w) + 0.5", "torch.arange(h), torch.arange(w)"),
+    }, {"distance", "centre"}),
+    # parts 1 and 2 done by the package's own functions, held where a renaming guard would not look: a default
+    # argument and a functools.partial. Each would be right if it were allowed to run.
+    "bypass": ({
+        "rollout": ("def rollout(maps, _r=minivit.attention_rollout):\n"
+                    "    return _r(maps)\n"),
+        "distance": ("import functools\n"
+                     "\n"
+                     "mean_distance = functools.partial(minivit.mean_attention_distance)\n"),
+    }, {"rollout", "distance"}),
+}
