@@ -11,3 +11,35 @@ c.ExecutePreprocessor.timeout = 300
 # The written answers' stub, and the code cells' (nbgrader's defaults, spelled out for instructors who change them).
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+
+# --- Grading offline: MathJax from this machine, never from a CDN (tests/test_formgrader_offline.py) -------------
+# nbgrader's Formgrader page and its feedback files call nbconvert's `mathjax()` macro with no URL, so they load
+# MathJax 2.7.7 from cdnjs whatever HTMLExporter.mathjax_url says (offline: "MathJax is not defined", the score
+# boxes stay empty and a manual score is not saved; the feedback's equations stay raw TeX). mathjax_templates/
+# holds a `mathjax.html.j2` for each, found before nbconvert's:
+#   formgrade/  MathJax 2 (formgrade.js calls MathJax.Hub) served by the Jupyter server (jupyter-server-mathjax)
+#   feedback/   MathJax 3 written into each feedback file (django-static-mathjax's tex-svg-full.js, 2.3 MB), so
+#               that the student's copy typesets offline wherever it is opened
+# This list replaces nbgrader's, so it names nbgrader's own templates too.
+import nbgrader as _nbgrader
+from pathlib import Path as _Path
+
+c.HTMLExporter.extra_template_basedirs = [
+    str(_Path(__file__).resolve().parent / "mathjax_templates"),
+    str(_Path(_nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"),
+]
+
+
+def _mathjax3(name: str) -> str:
+    """The text of one of MathJax 3's files (django-static-mathjax ships them), safe inside a <script> element.
+    A Jinja filter (the feedback template's `minivit_mathjax3`): Jinja would read the file as a template if it
+    were included. Being a function, it makes the Formgrader's configuration panel (Manage Assignments) show the
+    configuration as text, not as JSON, with a warning in the server's log."""
+    import mathjax  # django-static-mathjax: MathJax's own files under static/mathjax/es5
+
+    text = (_Path(mathjax.__file__).parent / "static" / "mathjax" / "es5" / name).read_text(encoding="utf-8")
+    return text.replace("</script", "<\\/script")
+
+
+c.HTMLExporter.filters = {"minivit_mathjax3": _mathjax3}
+# --- end of the offline MathJax block ---------------------------------------------------------------------------
