@@ -7,8 +7,17 @@ re-executed) and docs/ (the front page and the API reference, generated from the
 
 Offline: MathJax 3 is copied into the site from the `django-static-mathjax` wheel (its files only; no Django), so
 no page loads anything from another host, at build time or when read.
+
+For a reader, two changes made while building and two small files of our own (docs/_static):
+- the notebooks as they render, not as they are stored: the set-up cell (for Colab; it does nothing on a course
+  machine) is removed from the page, and the test markers (`# NBVAL_IGNORE_OUTPUT`, `# profile-independent: ...`)
+  are taken out of the code shown (`_notebook_for_readers`; the notebook files are not changed);
+- the docstrings' notebook names (`Introduced in 03_transformer_encoder.ipynb.`) become links to those pages;
+- minivit.css wraps long code lines in the content column; minivit.js makes every figure open at its full size over
+  the page on a click (Escape or a click closes it; a ctrl-click opens the image file).
 """
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -28,8 +37,9 @@ release = version = minivit.__version__
 root_doc = "docs/index"
 include_patterns = ["README.md", "benchmarks/README.md", "data/README.md", "notebooks/*.ipynb", "docs/**"]
 # Folders never walked (a prepared data/ may hold many files; the environment holds thousands).
-exclude_patterns = [".venv", "docs/_extra", "**/.ipynb_checkpoints", "_site", "_build", "build", "dist", "assignments",
-                    "data/cache", "data/checkpoints*", "data/fashion-mnist", "data/cifar*", "data/imagenette*"]
+exclude_patterns = [".venv", "docs/_extra", "docs/_static", "**/.ipynb_checkpoints", "_site", "_build", "build", "dist",
+                    "assignments", "data/cache", "data/checkpoints*", "data/fashion-mnist", "data/cifar*",
+                    "data/imagenette*"]
 
 extensions = [
     "myst_nb",  # .ipynb and .md pages (MyST markdown)
@@ -63,7 +73,9 @@ html_theme_options = {
 }
 # Light or dark as the reader's system asks (the theme reads it from the context; unset, it logs a console error).
 html_context = {"default_mode": "auto"}
-html_static_path = []
+html_static_path = ["_static"]  # docs/_static: our CSS and JS, beside the theme's
+html_css_files = ["minivit.css"]
+html_js_files = ["minivit.js"]
 html_extra_path = ["_extra"]  # index.html at the site's root: a redirect to docs/index.html, the front page
 
 # MathJax 3 from the bundled copy (a path relative to _static; see _copy_mathjax).
@@ -140,10 +152,60 @@ def plain_text_to_rst(lines: list[str]) -> list[str]:
     return out
 
 
+SETUP_CELL = "minivit-setup"  # the set-up cell's id (.ci/sync_first_cell.py)
+MARKER = re.compile(r"^[ \t]*#[ \t]*(NBVAL_[A-Z_]+|profile-independent:.*)$\n?", re.M)  # a whole line: a test marker
+
+
+def notebook_for_readers(text: str) -> str:
+    """A notebook's JSON as the site renders it: the set-up cell tagged `remove-cell` (myst-nb leaves it out of
+    the page) and the test markers' lines removed from every code cell's source. Outputs are untouched."""
+    nb = json.loads(text)
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        if cell.get("id") == SETUP_CELL:
+            tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+            tags.append("remove-cell")
+        source = "".join(cell["source"])
+        cell["source"] = MARKER.sub("", source)
+    return json.dumps(nb)
+
+
+def _notebook_for_readers(app, docname, source):
+    if app.env.doc2path(docname).suffix == ".ipynb":
+        source[0] = notebook_for_readers(source[0])
+
+
+NOTEBOOK = re.compile(r"(?<![\w/.`-])(\d\d_\w+)\.ipynb(?![\w/`-])")  # 03_x.ipynb, not in a path or a word
+INLINE_LITERAL = re.compile(r"(``.+?``|`[^`]+`)")
+
+
+def link_notebooks(lines: list[str]) -> list[str]:
+    """reST lines with each notebook's file name (`03_transformer_encoder.ipynb`, of a notebook that exists) as a
+    link to its page; names in code (inline literals, preformatted blocks) stay text."""
+    def link(m: re.Match) -> str:
+        if not (ROOT / "notebooks" / f"{m.group(1)}.ipynb").is_file():
+            return m.group(0)
+        return f":doc:`{m.group(1)}.ipynb </notebooks/{m.group(1)}>`"
+
+    out, literal = [], None  # literal: the indentation a preformatted block's lines exceed, or None outside one
+    for line in lines:
+        if literal is not None and (not line.strip() or _indent(line) > literal):
+            out.append(line)
+            continue
+        literal = None
+        if line.lstrip().startswith(".. ") or line.rstrip().endswith("::"):
+            literal = _indent(line)
+        parts = INLINE_LITERAL.split(line)
+        out.append("".join(part if i % 2 else NOTEBOOK.sub(link, part) for i, part in enumerate(parts)))
+    return out
+
+
 def _docstring_to_rst(app, what, name, obj, options, lines):
-    lines[:] = plain_text_to_rst(lines)
+    lines[:] = link_notebooks(plain_text_to_rst(lines))
 
 
 def setup(app):
+    app.connect("source-read", _notebook_for_readers)
     app.connect("autodoc-process-docstring", _docstring_to_rst)
     app.connect("build-finished", _copy_mathjax)

@@ -6,11 +6,17 @@ nothing from another host (MathJax is bundled), every equation is typeset (no ra
 no MathJax error), every notebook page shows as many figures as its notebook has image outputs, every internal
 link (and its #anchor) resolves, and links to notebooks point to their pages, not to .ipynb files.
 
+For a reader (issue 32): a notebook page starts with its title (the Colab set-up cell and the test markers are not
+shown), no code block is wider than the content column (long lines wrap), the API pages' notebook names are links,
+and, in screenshots taken at a desktop width, the widest figure of notebook 08 opens at its full size on a click and
+the longest code line of the notebooks wraps in its cell.
+
 Skipped, saying why, where the site's tools (the [docs] extra, in [dev]) or a system Chromium are missing:
 Playwright drives the machine's Chromium and downloads no browser (set MINIVIT_CHROMIUM to its path if it is not
 `chromium` on PATH). MINIVIT_SITE_SCREENSHOTS=DIR saves screenshots of a few pages there.
 """
 
+import contextlib
 import functools
 import importlib.util
 import json
@@ -60,7 +66,21 @@ INSPECT = """async () => {
     }
   }
   const maths = [...document.querySelectorAll('.math')];
+  const article = document.querySelector('article') || document.body;
+  const bare = [];  // notebook file names in the text that are not links (nor code)
+  const words = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  for (let node = words.nextNode(); node; node = words.nextNode()) {
+    if (!node.parentElement.closest('a, pre, code, script')) {
+      bare.push(...(node.textContent.match(/\\b\\d\\d_\\w+\\.ipynb\\b/g) || []));
+    }
+  }
+  const longest = (text) => text.split('\\n').reduce((a, b) => (a.length >= b.length ? a : b), '');
   return {
+    first: (article.querySelector('h1, div.cell') || {}).tagName || '',
+    markers: article.innerText.match(/NBVAL_[A-Z_]+|# profile-independent|MINIVIT_REPO/g) || [],
+    bare_notebooks: bare,
+    wide_code: [...article.querySelectorAll('pre')].filter(p => !p.closest('.cell_output')
+      && p.scrollWidth > p.clientWidth + 1).map(p => longest(p.textContent).slice(0, 100)),
     raw,
     math: maths.length,
     typeset: maths.filter(m => m.querySelector('mjx-container')).length,
@@ -75,7 +95,8 @@ INSPECT = """async () => {
 }"""
 
 
-NOTHING = {"raw": [], "math": 0, "typeset": 0, "math_errors": 0, "images": [], "links": [], "ids": [], "title": ""}
+NOTHING = {"raw": [], "math": 0, "typeset": 0, "math_errors": 0, "images": [], "links": [], "ids": [], "title": "",
+           "first": "", "markers": [], "bare_notebooks": [], "wide_code": []}
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -92,50 +113,64 @@ def site(tmp_path_factory) -> Path:
     return out / "html"
 
 
+@contextlib.contextmanager
+def _served(site: Path):
+    """The site served from 127.0.0.1 while the block runs; yields its address."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+
+
+def _open(pw, base: str, current: dict):
+    """(browser, page): Chromium at a desktop width. Nothing may come from another host: such requests are refused
+    and recorded in current["outside"]."""
+    browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base) else (
+        current["outside"].append(route.request.url), route.abort()))
+    return browser, context.new_page()
+
+
 @pytest.fixture(scope="module")
 def seen(site: Path) -> dict:
     """{page path: what Chromium saw on it} for every HTML page of the site, served from 127.0.0.1."""
+    with _served(site) as base:
+        return _see(site, base)
+
+
+def _see(site: Path, base: str) -> dict:
     from playwright.sync_api import sync_playwright
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}/"
     shots = os.environ.get("MINIVIT_SITE_SCREENSHOTS")
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
                    if not p.relative_to(site).as_posix().startswith("_static/"))  # the theme's templates are no pages
-    seen = {}
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            current = {}
-            # Nothing may come from another host: such requests are refused and recorded.
-            context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base) else (
-                current["outside"].append(route.request.url), route.abort()))
-            page = context.new_page()
-            page.on("console", lambda m: m.type == "error" and current["errors"].append(f"console: {m.text}"))
-            page.on("pageerror", lambda e: current["errors"].append(f"uncaught: {e}"))
-            page.on("requestfailed", lambda r: current["errors"].append(f"failed: {r.url} ({r.failure})"))
-            page.on("response", lambda r: r.status >= 400 and current["errors"].append(f"HTTP {r.status}: {r.url}"))
-            for path in pages:
-                current.update(errors=[], outside=[])
-                page.goto(base + path, wait_until="load")
-                if path in REDIRECTS:
-                    page.wait_for_url(base + REDIRECTS[path])
-                    found = {**NOTHING, "landed": page.url.removeprefix(base)}
-                else:
-                    found = page.evaluate(INSPECT)
-                seen[path] = {**found, "errors": list(current["errors"]), "outside": list(current["outside"])}
-                if shots and path in SCREENSHOTS:  # the top of the page, its first figure and display equation
-                    stem = Path(shots) / path.replace("/", "__")
-                    Path(shots).mkdir(parents=True, exist_ok=True)
-                    page.screenshot(path=f"{stem}.png")
-                    for what, selector in (("figure", ".cell_output img"), ("equation", "div.math")):
-                        if page.locator(selector).count():
-                            page.locator(selector).first.screenshot(path=f"{stem}.{what}.png")
-            browser.close()
-    finally:
-        server.shutdown()
+    seen, current = {}, {}
+    with sync_playwright() as pw:
+        browser, page = _open(pw, base, current)
+        page.on("console", lambda m: m.type == "error" and current["errors"].append(f"console: {m.text}"))
+        page.on("pageerror", lambda e: current["errors"].append(f"uncaught: {e}"))
+        page.on("requestfailed", lambda r: current["errors"].append(f"failed: {r.url} ({r.failure})"))
+        page.on("response", lambda r: r.status >= 400 and current["errors"].append(f"HTTP {r.status}: {r.url}"))
+        for path in pages:
+            current.update(errors=[], outside=[])
+            page.goto(base + path, wait_until="load")
+            if path in REDIRECTS:
+                page.wait_for_url(base + REDIRECTS[path])
+                found = {**NOTHING, "landed": page.url.removeprefix(base)}
+            else:
+                found = page.evaluate(INSPECT)
+            seen[path] = {**found, "errors": list(current["errors"]), "outside": list(current["outside"])}
+            if shots and path in SCREENSHOTS:  # the top of the page, its first figure and display equation
+                stem = Path(shots) / path.replace("/", "__")
+                Path(shots).mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=f"{stem}.png")
+                for what, selector in (("figure", ".cell_output img"), ("equation", "div.math")):
+                    if page.locator(selector).count():
+                        page.locator(selector).first.screenshot(path=f"{stem}.{what}.png")
+        browser.close()
     return {"base": base, "root": site, "pages": seen}
 
 
@@ -210,7 +245,8 @@ def test_every_internal_link_resolves(seen):
 def test_links_to_notebooks_point_to_their_pages(seen):
     pages = seen["pages"]
     to_ipynb = sorted({f"{path}: {link['raw']}" for path, page in pages.items() for link in page["links"]
-                       if link["content"] and urlsplit(link["raw"]).path.endswith(".ipynb")})
+                       if link["content"] and urlsplit(link["raw"]).path.endswith(".ipynb")
+                       and _target(seen, link["href"])})  # "Open in Colab" opens the .ipynb on another host
     assert not to_ipynb, f"links to .ipynb files instead of the notebooks' pages: {to_ipynb}"
     readme = {_target(seen, link["href"])[0] for link in pages["README.html"]["links"]
               if _target(seen, link["href"])}
@@ -218,3 +254,107 @@ def test_links_to_notebooks_point_to_their_pages(seen):
     assert not missing, f"the README's page does not link to these notebooks' pages: {missing}"
     missing = [page for page in PAGES if f"docs/{page}.html" not in readme]
     assert not missing, f"the README's page does not link to these pages of the site: {missing}"
+
+
+def test_notebook_pages_start_with_their_title_without_setup_cell_or_test_markers(seen):
+    pages = {f"notebooks/{nb.stem}.html": seen["pages"][f"notebooks/{nb.stem}.html"] for nb in NOTEBOOKS}
+    not_first = {path: page["first"] for path, page in pages.items() if page["first"] != "H1"}
+    assert not not_first, f"notebook pages whose first element is not their title (a code cell?): {not_first}"
+    markers = {path: sorted(set(page["markers"])) for path, page in pages.items() if page["markers"]}
+    assert not markers, f"the set-up cell or test markers shown to readers: {markers}"
+
+
+def test_code_fits_the_content_column(seen):
+    wide = {path: page["wide_code"] for path, page in seen["pages"].items() if page["wide_code"]}
+    assert not wide, f"code wider than the content column (it should wrap), by page: {json.dumps(wide)[:3000]}"
+
+
+def test_api_pages_link_the_notebooks_they_name(seen):
+    api = {path: page for path, page in seen["pages"].items() if path.startswith("docs/_autosummary/")}
+    bare = {path: page["bare_notebooks"] for path, page in api.items() if page["bare_notebooks"]}
+    assert not bare, f"notebook names that are not links on API pages: {bare}"
+    links = {_target(seen, link["href"])[0] for link in api["docs/_autosummary/minivit.attention.html"]["links"]
+             if link["content"] and _target(seen, link["href"])}
+    assert "notebooks/03_transformer_encoder.html" in links, "minivit.attention's page does not link notebook 03"
+
+
+def _longest_code_line() -> tuple[str, str]:
+    """(notebook stem, line): the longest line of code in the notebooks, the set-up cell left out."""
+    lines = [(len(line), nb.stem, line) for nb in NOTEBOOKS for cell in json.loads(nb.read_text())["cells"][1:]
+             if cell["cell_type"] == "code" for line in "".join(cell["source"]).splitlines()]
+    return max(lines)[1:]
+
+
+def test_screenshots_a_wide_figure_opens_at_full_size_and_a_long_code_line_wraps(site, tmp_path):
+    """At a desktop width (1280 x 900): the widest figure of notebook 08 opens at its full size on a click (or fits
+    the column) and closes with Escape; the longest code line of the notebooks wraps inside its cell. Screenshots:
+    tmp_path/*.png (figure.png in the column, figure-full.png opened, code.png the cell)."""
+    from playwright.sync_api import sync_playwright
+
+    stem, line = _longest_code_line()
+    current = {"outside": []}
+    with _served(site) as base, sync_playwright() as pw:
+        browser, page = _open(pw, base, current)
+        page.goto(base + "notebooks/08_inspecting_vit.html", wait_until="load")
+        widest = page.evaluate("""() => {
+          const imgs = [...document.querySelectorAll('.cell_output img')];
+          const img = imgs.reduce((a, b) => (a.naturalWidth >= b.naturalWidth ? a : b));
+          img.id = 'widest-figure';
+          return {natural: img.naturalWidth, shown: img.getBoundingClientRect().width};
+        }""")
+        figure = page.locator("#widest-figure")
+        figure.scroll_into_view_if_needed()
+        figure.screenshot(path=tmp_path / "figure.png")
+        if widest["shown"] < widest["natural"]:  # shown smaller than it is: a click must open it at full size
+            figure.click()
+            full = page.locator(".minivit-lightbox img")
+            full.wait_for(state="visible")
+            page.wait_for_function("() => document.querySelector('.minivit-lightbox img').complete")
+            opened = full.evaluate("img => img.getBoundingClientRect().width")
+            page.screenshot(path=tmp_path / "figure-full.png")
+            assert opened >= widest["natural"] - 0.5, (
+                f"notebook 08's widest figure ({widest['natural']} px) opened {opened:.0f} px wide, shown at "
+                f"{widest['shown']:.0f} px in the column")
+            page.keyboard.press("Escape")
+            assert page.locator(".minivit-lightbox").count() == 0, "Escape did not close the full-size figure"
+
+        page.goto(base + f"notebooks/{stem}.html", wait_until="load")
+        cells = page.locator(".cell_input pre", has_text=line.strip())
+        assert cells.count() == 1, f"the cell with the longest code line of {stem} is not on its page: {line!r}"
+        cells.scroll_into_view_if_needed()
+        cells.screenshot(path=tmp_path / "code.png")
+        box = cells.evaluate("pre => ({scroll: pre.scrollWidth, client: pre.clientWidth})")
+        assert box["scroll"] <= box["client"], (
+            f"{stem}: the longest code line ({len(line)} characters) overflows its cell: {box}")
+        browser.close()
+    assert not current["outside"], f"requests to another host: {current['outside']}"
+
+
+def _conf():
+    spec = importlib.util.spec_from_file_location("_site_conf", ROOT / "docs" / "conf.py")
+    conf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conf)
+    return conf
+
+
+def test_the_site_transforms_leave_code_and_outputs_alone():
+    """docs/conf.py's two changes made while building, on small inputs: notebook names in code stay text; a marker is
+    removed only where it is a whole line of code; the set-up cell is tagged, no output changes."""
+    conf = _conf()
+    lines = ["Introduced in 03_transformer_encoder.ipynb (then 09_masked_patch_prediction.ipynb).",
+             "`03_transformer_encoder.ipynb` in code, 99_no_such_notebook.ipynb, notebooks/05_scaling.ipynb",
+             ".. code-block:: none", "", "   05_scaling.ipynb in a preformatted block", "after it: 06_hybrid.ipynb"]
+    assert conf.link_notebooks(lines) == [
+        "Introduced in :doc:`03_transformer_encoder.ipynb </notebooks/03_transformer_encoder>` "
+        "(then :doc:`09_masked_patch_prediction.ipynb </notebooks/09_masked_patch_prediction>`).",
+        lines[1], *lines[2:5], "after it: :doc:`06_hybrid.ipynb </notebooks/06_hybrid>`"]
+    out = [{"output_type": "stream", "name": "stdout", "text": ["# NBVAL_IGNORE_OUTPUT\n"]}]
+    nb = {"cells": [{"cell_type": "code", "id": "minivit-setup", "metadata": {}, "outputs": [], "source": ["x = 1"]},
+                    {"cell_type": "code", "id": "a", "metadata": {}, "outputs": out,
+                     "source": ["# NBVAL_IGNORE_OUTPUT\n", "print('# NBVAL_IGNORE_OUTPUT')\n",
+                                "  # profile-independent: shapes only\n", "y = 2  # profile-independent: kept"]},
+                    {"cell_type": "markdown", "id": "b", "metadata": {}, "source": ["# NBVAL_SKIP is prose here"]}]}
+    cells = json.loads(conf.notebook_for_readers(json.dumps(nb)))["cells"]
+    assert cells[0]["metadata"]["tags"] == ["remove-cell"] and cells[0]["source"] == "x = 1"
+    assert cells[1]["source"] == "print('# NBVAL_IGNORE_OUTPUT')\ny = 2  # profile-independent: kept"
+    assert cells[1]["outputs"] == out and cells[2] == nb["cells"][2]
