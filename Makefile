@@ -11,7 +11,7 @@ TORCH_VARIANT ?= auto
 # Run as root (containers), JupyterLab needs --allow-root.
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help install data lab test unit notebooks smoke bench gpu-bundle site assignments kit-folder clean
+.PHONY: help install data lab test unit notebooks smoke bench offline-kit gpu-bundle site assignments kit-folder clean
 
 help:
 	@echo "make lab        open the course notebooks in JupyterLab (sets everything up first)"
@@ -20,7 +20,7 @@ help:
 	@echo "make install    create $(VENV) and install minivit[dev]"
 	@echo "make data       link the offline data sets into data/ (or note they will download)"
 	@echo "make bench      run the CPU benchmarks (benchmarks/)"
-	@echo "make gpu-bundle NB=04   gpu-bundle/: wheels and notebook 04's data for a GPU machine without internet"
+	@echo "make offline-kit  offline-kit/: the course, its data and every wheel, for a machine without internet"
 	@echo "make site       build the course site (notebooks as last run, README, API reference) into _site/html"
 	@echo "make assignments  generate the students' versions of the nbgrader assignments into assignments/release"
 	@echo "                  (KIT=DIR: a private copy of the kit outside the repository, for graded use)"
@@ -68,14 +68,15 @@ bench: install data
 	$(BIN)/python benchmarks/time_to_accuracy.py cifar10-hybrid
 	$(BIN)/python benchmarks/time_to_accuracy.py fashion-mnist
 
-# The offline GPU route (docs/gpu.md, "Without internet"): gpu-bundle/, ignored, with the cp312 wheels
-# nbval needs and the data sets notebook NB loads, at most 60 MiB; e.g. `make gpu-bundle NB=04`, or
-# `make gpu-bundle NB=07 BUNDLE_ARGS=--no-wheels` (python -m minivit.gpu bundle --help).
-NB ?=
-BUNDLE_ARGS ?=
-gpu-bundle: install
-	@test -n "$(NB)" || { echo "name a notebook: make gpu-bundle NB=04"; exit 2; }
-	$(BIN)/python -m minivit.gpu bundle $(NB) $(BUNDLE_ARGS)
+# The offline route (docs/gpu.md, "Without internet"): offline-kit/, every wheel the notebooks and the tests need on
+# a machine without internet, the course and its data sets, installed there by its install.sh. The target's Python,
+# platform and torch build go in OFFLINE_ARGS, e.g. `make offline-kit OFFLINE_ARGS="--python-version 3.12 --torch
+# cpu"` (python -m minivit.gpu kit --help). gpu-bundle is its former name.
+OFFLINE_ARGS ?=
+offline-kit: install
+	$(BIN)/python -m minivit.gpu kit --torch-spec "$(TORCH_SPEC)" $(OFFLINE_ARGS)
+
+gpu-bundle: offline-kit
 
 # The course site: Sphinx + myst-nb, the notebooks' committed outputs (not re-run), warnings as errors; offline.
 site: install
@@ -86,10 +87,12 @@ kit-folder:  # checked before anything is installed or written
 
 # The students' versions of $(KIT)/source/* (solutions and hidden tests removed) into $(KIT)/release. KIT is an
 # nbgrader course folder: this repository's assignments/ by default, or a private copy outside it for graded use
-# (make assignments KIT=$HOME/minivit-kit; a copy without its own nbgrader_config.py gets this one's).
+# (make assignments KIT=$HOME/minivit-kit; a copy without its own nbgrader_config.py and mathjax_templates/, for
+# grading offline, gets this one's).
 KIT ?= assignments
 assignments: kit-folder install
 	@test -f "$(KIT)/nbgrader_config.py" || cp assignments/nbgrader_config.py "$(KIT)/"
+	@test -d "$(KIT)/mathjax_templates" || cp -r assignments/mathjax_templates "$(KIT)/"
 	cd "$(KIT)" && for a in source/*/; do \
 		PATH="$(abspath $(BIN)):$$PATH" nbgrader generate_assignment "$$(basename $$a)" --force || exit 1; done
 

@@ -41,7 +41,7 @@ from typing import Callable, Iterable, Sequence
 import torch
 from torch.overrides import TorchFunctionMode
 
-__all__ = ["CheckResult", "Shortcut", "without", "guarded", "graded_with", "check_cases"]
+__all__ = ["CheckResult", "Shortcut", "without", "guarded", "graded_with", "check_cases", "tampered"]
 
 
 class Shortcut(Exception):
@@ -186,10 +186,53 @@ def without(paths: Sequence[str], hint: str = ""):
         raise guard.refusals[0]
 
 
+# The modules whose bindings are kept: the package's (all of its submodules) and the functional API that checks'
+# references call. Not torch itself: PyTorch rebinds some of its own names when it loads parts of itself (e.g.
+# torch.manual_seed, wrapped when torch._dynamo loads).
+_WATCHED = ("minivit", "torch.nn.functional", "scipy.ndimage")
+
+
+def _bindings() -> dict:
+    """(module, name) -> (callable, its code or None) for the callables bound in the watched modules now."""
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if isinstance(module, types.ModuleType) and (name in _WATCHED or name.startswith("minivit.")):
+            for key, value in list(vars(module).items()):
+                if callable(value):
+                    found[name, key] = (value, getattr(value, "__code__", None))
+    return found
+
+
+# Taken when grading is first imported (an assignment's locked set-up cell), kept across a reload of this module.
+_ORIGINAL = sys.__dict__.setdefault("_minivit_grading_bindings", _bindings())
+
+
+def tampered() -> list[str]:
+    """The package's (or PyTorch's) callables that were rebound, or whose code was replaced, since grading was
+    first imported: an answer cell that sets `minivit.attention_rollout = my_rollout` would otherwise make the
+    check's reference its own answer."""
+    now = _bindings()
+
+    def changed(key, value, code) -> bool:
+        if key not in now:
+            return False
+        value_now, code_now = now[key]
+        if value_now is not value:
+            return True
+        refusing = _ACTIVE and code_now is not None and code_now.co_filename.startswith("<refused")  # a guard's own
+        return code_now is not code and not refusing
+    return sorted(f"{m}.{n}" for (m, n), (value, code) in _ORIGINAL.items() if changed((m, n), value, code))
+
+
 def guarded(fn: Callable, paths: Sequence[str], hint: str = "") -> Callable:
-    """`fn` whose every call runs `without(paths, hint)`; the wrapper keeps `fn`'s name and docstring."""
+    """`fn` whose every call runs `without(paths, hint)`, after checking that no package function was rebound or
+    changed (see `tampered`); the wrapper keeps `fn`'s name and docstring."""
     @functools.wraps(fn)
     def answer(*args, **kwargs):
+        changed = tampered()
+        if changed:
+            raise Shortcut(f"the package's own functions were changed ({', '.join(changed[:3])}): grading needs "
+                           f"them as they are; solve it without changing them")
         with without(paths, hint):
             return fn(*args, **kwargs)
     return answer

@@ -137,3 +137,26 @@ def test_graded_with_binds_the_reference_for_the_block_only():
     with pytest.raises(TypeError, match="needs a Python function"):
         with graded_with(len, helper=None):
             pass
+
+
+def test_a_rebound_reference_is_refused(monkeypatch):
+    """Helper C's finding: an answer cell could make the check's reference its own answer by rebinding it."""
+    def mine(maps):
+        return maps[0].mean(1)
+    answer = guarded(mine, ["minivit.inspection.attention_rollout"])
+    maps = [torch.rand(1, 2, 5, 5).softmax(-1)]
+    assert answer(maps).shape == (1, 5, 5)
+    monkeypatch.setattr(minivit, "attention_rollout", mine)
+    with pytest.raises(Shortcut, match="minivit.attention_rollout"):
+        answer(maps)
+    monkeypatch.undo()
+    monkeypatch.setattr(minivit.inspection.attention_rollout, "__code__", mine.__code__)  # its code replaced
+    with pytest.raises(Shortcut, match="changed"):
+        answer(maps)
+
+
+def test_a_guarded_answer_inside_another_guard_is_not_taken_for_tampering():
+    def mine(x, p):
+        return x.unfold(2, p, p).unfold(3, p, p).permute(0, 2, 3, 4, 5, 1).reshape(x.shape[0], -1, p * p * x.shape[1])
+    with without(["minivit.patching.patchify"]):
+        assert guarded(mine, ["minivit.patching.patchify"])(X, 4).shape == (2, 6, 48)

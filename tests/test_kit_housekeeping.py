@@ -32,3 +32,23 @@ def test_make_assignments_refuses_a_folder_that_is_no_kit(tmp_path):
                          capture_output=True, text=True)
     assert run.returncode != 0 and "no source/ folder" in run.stdout + run.stderr
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def _source_cells(name: str) -> list[dict]:
+    import json
+    return json.loads((ROOT / "assignments" / "source" / name / f"{name}.ipynb").read_text())["cells"]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "assignments" / "source").iterdir() if p.is_dir()))
+def test_each_assignment_has_a_rubric_and_its_table_of_points_is_true(name):
+    """Every written answer carries a rubric (in the source only: nbgrader clears the cell), and the intro's table
+    of parts and points adds up to the points of the test cells."""
+    import re
+    cells = _source_cells(name)
+    meta = [c["metadata"].get("nbgrader", {}) for c in cells]
+    written = [c for c, m in zip(cells, meta) if c["cell_type"] == "markdown" and m.get("solution")]
+    assert written and all("**Rubric.**" in "".join(c["source"]) for c in written), f"{name}: a written answer lacks its rubric"
+    auto = sum(m.get("points", 0) for c, m in zip(cells, meta) if c["cell_type"] == "code" and m.get("grade"))
+    table = re.findall(r"^\| \d+ \| .* \| (\d+)(?: \(graded by hand\))? \|$", "".join(cells[0]["source"]), re.M)
+    by_hand = sum(m.get("points", 0) for c, m in zip(cells, meta) if c["cell_type"] == "markdown" and m.get("grade"))
+    assert table and sum(map(int, table)) == auto + by_hand, f"{name}: the intro's table says {table}, the cells {auto} + {by_hand}"
