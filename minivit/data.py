@@ -53,7 +53,7 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".webp")  # the image files read from tar a
 ORDER_SEED = 0  # seed of the fixed permutation every split is stored and returned in (mixes the classes)
 CACHE_FORMAT = "minivit-data/2"  # the cache's "format" entry; a cache without it is rebuilt (older caches: class-sorted)
 # The offline copies, preferred first. Imagenette's WebP copy (46 MB; the same images and split as the 81 MB JPEG
-# copy, WebP quality 80, 36 dB PSNR against it) fits where transfers are limited; when both are present the WebP
+# copy, WebP quality 80, 36 dB PSNR against it) is the smaller copy; when both are present the WebP
 # one is read, so every machine sees the same pixels.
 OFFLINE_FILES = {"cifar10": ("cifar10-jpeg.tar.gz",),
                  "imagenette": ("imagenette-128-webp.tar.gz", "imagenette-128.tar.gz"),
@@ -139,7 +139,7 @@ def availability(name: str, root=None, source=None) -> str | None:
     "cached" -- both splits' caches are in the data root; "prepared" -- its offline copy is in the root;
     "linkable" -- its offline copy is in the shared folder (`shared_source(source)`), and `prepare` links it;
     "download" -- no folder of offline copies exists (a machine meant to download: Colab), so loading downloads it;
-    None -- offline copies are set up here but not this one (a GPU machine that carried one data set): skip it.
+    None -- offline copies are set up here but not this one (a machine given only some data sets): skip it.
     Notebook 00 checks the data sets that are not None."""
     _check_name_split(name, "train")
     root, src = data_root(root), shared_source(source)

@@ -1,25 +1,32 @@
-"""The offline GPU route (tooling, no notebook introduces it): a bundle to carry to a GPU machine without internet.
+"""The offline route (tooling, no notebook introduces it): a kit, made on a machine with internet, that installs and
+runs the course on one without (an air-gapped GPU server).
 
-    python -m minivit.gpu bundle 04                 # -> gpu-bundle/: wheels + the data sets notebook 04 loads
-    python -m minivit.gpu datasets                  # which data sets each notebook loads
+    make offline-kit OFFLINE_ARGS="--python-version 3.12"      # -> offline-kit/, in a clone of the course
+    python -m minivit.gpu kit --python-version 3.12 --torch cpu --out /media/usb/minivit-kit
 
-A GPU machine's image has Python 3.12, torch and torchvision, and the course's other runtime packages (einops,
-matplotlib, tqdm, safetensors, pytest, ...), but not nbval and its Jupyter stack, and no internet. `bundle` builds
-an ignored folder (`gpu-bundle/` in the checkout, at most `LIMIT_MIB`) that travels with the tree:
+A kit holds everything the target needs but Python itself, with no size cap:
 
-    gpu-bundle/BUNDLE.json   what it holds (notebook, data sets, wheels, bytes): marks the folder as a bundle
-    gpu-bundle/wheels/       cp312 manylinux x86_64 wheels of `WHEELS` and their dependencies, less `ON_THE_IMAGE`
-    gpu-bundle/datasets/     the offline copies of the notebook's data sets (`minivit.data.OFFLINE_FILES`), as
-                             files (a symbolic link would travel as a dangling link), with their SHA256SUMS
+    install.sh   the target's steps: check the files against SHA256SUMS, create a fresh venv course/.venv and
+                 install every wheel into it with `pip --no-index` (nothing is downloaded), the course editable
+                 as `make install` does
+    wheels/      every wheel the notebooks and the tests need (minivit[dev], torch, torchvision and what they
+                 depend on) for the target's Python and platform: `pip download --only-binary=:all:`
+    course/      the checkout's tracked files (notebooks, tests, the minivit source, the model zoo), with the data
+                 sets in course/data/: copied from this machine's data folder where it has them, else fetched from
+                 their official sources by `minivit.data.load_dataset`'s own download
+    KIT.json     what it holds: target, torch build, packages, data sets, bytes
+    SHA256SUMS   the checksums of the wheels and the data sets, checked by install.sh
 
-Which data sets a notebook needs is read from its code (`notebook_datasets`: its `load_dataset("name", ...)`
-calls), so it cannot drift from the notebooks. The steps on the GPU machine are in docs/gpu.md, "Without
-internet". A bundle too big, or a folder in the way that is not a bundle, is refused with no file changed.
+On the target: `sh install.sh`, then `cd course && .venv/bin/python -m pytest --nbval notebooks/` (docs/gpu.md,
+"Without internet"); the notebooks choose their profile as anywhere else. A folder in the way is refused, a kit
+included unless `replace=True` (--replace); a refused call writes nothing, and a failed one leaves nothing behind.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import hashlib
 import json
 import os
 import re
@@ -27,225 +34,294 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.request
+from importlib.metadata import version as installed_version
 from pathlib import Path
 
-from .data import OFFLINE_FILES, REPO, SHAPES, shared_source
+from .data import REPO, SPLITS, data_root, load_dataset
 
-NOTEBOOKS = REPO / "notebooks"  # the course notebooks (a source checkout)
-DEFAULT_OUT = REPO / "gpu-bundle"  # ignored by git (.gitignore)
-LIMIT_MIB = 60  # the most a bundle may hold
-CALL_MIB = 64  # what one call to a GPU machine carries: the tracked tree and the bundle together
-FORMAT = "minivit-gpu-bundle/1"  # BUNDLE.json's "format": a folder with it is a bundle `bundle` may replace
-# What nbval needs to run a notebook in a kernel (pip downloads their dependencies too).
-WHEELS = ("nbval", "ipykernel", "jupyter_client", "jupyter_core", "nbformat")
-# Dependencies the GPU image has already (carrying them would shadow its versions), and what a kernel run by nbval
-# never imports (the debugger, completion): left out of the bundle. The same list as ../shared/tools/device-carry,
-# the recipe that ran on the course's GPU machine.
-ON_THE_IMAGE = ("numpy", "torch", "pytest", "packaging", "pyyaml", "typing_extensions", "coverage", "attrs", "six",
-                "python_dateutil", "pygments", "iniconfig", "pluggy", "psutil", "debugpy", "jedi", "parso", "tzdata",
-                "widgetsnbextension", "jupyterlab_widgets")
-# The GPU image's Python and platform, for `pip download`.
-PIP_TARGET = ("--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp",
-              "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
-              "--platform", "manylinux2014_x86_64", "--platform", "manylinux1_x86_64")
-_LOADS = re.compile(r"""load_dataset\(\s*["']([A-Za-z0-9_-]+)["']""")  # a literal data set name in a notebook's code
+DEFAULT_OUT = REPO / "offline-kit"
+FORMAT = "minivit-offline-kit/1"  # KIT.json's "format": a folder with it is a kit that --replace may replace
+TORCH_SPEC = ("torch==2.14.1", "torchvision==0.29.1")  # the Makefile's TORCH_SPEC, the release the course tests
+DEFAULT_PLATFORM = "manylinux_2_28_x86_64"  # Linux x86_64 with glibc 2.28 or newer (torch 2.14's own floor)
+PYTORCH_INDEX = "https://download.pytorch.org/whl/"  # + "cpu", "cu126", ...: PyTorch's per-build indexes
+TORCH_CHOICES = ("cuda", "cpu", "none")  # or the URL of one of PyTorch's indexes
+# Left out by --torch none (the target has torch already): torch, torchvision and the libraries only torch uses.
+TORCH_PACKAGES = re.compile(r"^(torch|torchvision|triton|nvidia-.*|cuda-.*)$")
+# Where load_dataset looks in a data folder after its cache, in its order: a file, or a folder carried whole.
+DATA_FILES = {"cifar10": ("cifar10-jpeg.tar.gz", "cifar-10-batches-py"),
+              "fashion-mnist": ("fashion-mnist", "FashionMNIST/raw"),
+              "imagenette": ("imagenette-128-webp.tar.gz", "imagenette-128.tar.gz", "imagenette2-160.tgz")}
 
 
-def notebook_path(notebook: str | os.PathLike) -> Path:
-    """A notebook by path, by name ('04_training_a_vit') or by number ('04', '4')."""
-    p = Path(notebook)
-    if p.suffix == ".ipynb":
-        if not p.is_file():
-            raise FileNotFoundError(f"no notebook {p}")
-        return p
-    key = str(notebook)
-    key = key.zfill(2) if key.isdigit() else key
-    found = sorted(NOTEBOOKS.glob(f"{key}*.ipynb"))
-    if len(found) != 1:
-        names = ", ".join(q.stem for q in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")))
-        raise ValueError(f"{notebook!r} names {'no' if not found else 'more than one'} notebook; expected a number "
-                         f"or a name of: {names}")
-    return found[0]
+def expand_platform(tag: str) -> list[str]:
+    """pip's --platform tags for one target: 'manylinux_2_28_x86_64' (glibc 2.28 or newer) means every manylinux tag
+    up to it, as pip itself accepts on such a machine (PEP 600); any other tag ('macosx_11_0_arm64') stands alone."""
+    m = re.fullmatch(r"manylinux_2_(\d+)_(\w+)", tag)
+    if not m:
+        if not re.fullmatch(r"[a-z0-9_]+", tag):
+            raise ValueError(f"{tag!r} is not a platform tag; expected e.g. {DEFAULT_PLATFORM} or macosx_11_0_arm64")
+        return [tag]
+    glibc, arch = int(m[1]), m[2]
+    legacy = [f"manylinux2014_{arch}"] if glibc >= 17 else []  # pip adds manylinux2010 and manylinux1 to it
+    return [f"manylinux_2_{v}_{arch}" for v in range(glibc, 4, -1)] + legacy
 
 
-def notebook_datasets(notebook: str | os.PathLike) -> tuple[str, ...]:
-    """The data sets a notebook loads, read from its code: every `load_dataset("name", ...)` with a literal name, in
-    `SHAPES`' order. (Notebook 00 also looks at every data set that is present, without needing any but these.)"""
-    cells = json.loads(notebook_path(notebook).read_text())["cells"]
-    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
-    names = set(_LOADS.findall(code))
-    unknown = names - set(SHAPES)
-    if unknown:
-        raise ValueError(f"{notebook} loads unknown data sets {sorted(unknown)}; expected names of {sorted(SHAPES)}")
-    return tuple(n for n in SHAPES if n in names)
+def torch_index(torch: str) -> list[str]:
+    """pip's index arguments for a --torch choice: 'cuda' (PyPI's build; on Linux with CUDA's libraries) and 'none'
+    need none; 'cpu' and a URL add one of PyTorch's indexes (its local versions, 2.14.1+cpu, win over PyPI's)."""
+    if torch in ("cuda", "none"):
+        return []
+    url = PYTORCH_INDEX + "cpu" if torch == "cpu" else torch
+    if not re.match(r"https?://", url):
+        raise ValueError(f"--torch {torch!r}: expected one of {', '.join(TORCH_CHOICES)} or the URL of a PyTorch "
+                         f"index, e.g. {PYTORCH_INDEX}cu126")
+    return ["--extra-index-url", url]
 
 
-def dataset_files(name: str, source: Path) -> list[str]:
-    """The files of data set `name` to carry, relative to `source`: its preferred offline copy that is there."""
-    files = OFFLINE_FILES[name]
-    if name == "fashion-mnist":  # four files, all needed
-        missing = [f for f in files if not (source / f).is_file()]
-        if missing:
-            raise FileNotFoundError(f"fashion-mnist's offline files {missing} are not in {source}")
-        return list(files)
-    for f in files:  # alternatives, preferred first (Imagenette: the WebP copy)
-        if (source / f).is_file():
-            return [f]
-    raise FileNotFoundError(f"no offline copy of {name} ({' or '.join(files)}) in {source}; set "
-                            "MINIVIT_SHARED_DATASETS or pass --source")
+def _answers(url: str, timeout: float = 15) -> str | None:
+    """None when `url` answers, else why not."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout):
+            return None
+    except Exception as e:  # DNS, refused, TLS, HTTP errors
+        return f"{type(e).__name__}: {e}"
 
 
-def _is_on_the_image(wheel: str) -> bool:
-    project = re.split(r"-\d", wheel, maxsplit=1)[0].lower().replace("-", "_")
-    return project in ON_THE_IMAGE
-
-
-def _download_wheels(dest: Path) -> None:
-    cmd = [sys.executable, "-m", "pip", "download", "--quiet", *PIP_TARGET, "-d", str(dest), *WHEELS]
+def _pip(args: list[str], what: str) -> None:
+    cmd = [sys.executable, "-m", "pip", *args]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
-        raise RuntimeError(f"pip download failed (exit {done.returncode}): {' '.join(cmd)}\n{done.stderr.strip()}\n"
-                           "It needs a package index; offline, pass --wheels-from a folder of the wheels.")
+        tail = "\n".join(done.stderr.strip().splitlines()[-15:])
+        raise RuntimeError(f"pip could not {what} (exit {done.returncode}); it needs the package index, as "
+                           f"configured for pip on this machine:\n{tail}")
 
 
-def _mib(n: int) -> str:
-    return f"{n / 2**20:.1f} MiB"
+def resolve(requirements: list[str], target: list[str], index: list[str], workdir: Path) -> dict[str, str]:
+    """{name: version} of every package `requirements` need on the target, resolved by pip without installing
+    (`pip install --dry-run --report`), as pip on the target would resolve them."""
+    report = workdir / "resolved.json"
+    _pip(["install", "--dry-run", "--quiet", "--ignore-installed", "--report", str(report), "--target",
+          str(workdir / "unused"), *target, *index, *requirements], "resolve the packages for the target")
+    return {i["metadata"]["name"]: i["metadata"]["version"] for i in json.loads(report.read_text())["install"]}
 
 
-def _size(folder: Path) -> int:
-    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-
-
-def is_bundle(folder: Path) -> bool:
-    """Whether `folder` is a bundle `bundle` built (a real folder with a BUNDLE.json of `FORMAT`)."""
-    marker = Path(folder) / "BUNDLE.json"
-    if Path(folder).is_symlink() or not marker.is_file():
-        return False
-    try:
-        return json.loads(marker.read_text()).get("format") == FORMAT
-    except (ValueError, AttributeError, OSError):
-        return False
-
-
-def tracked_bytes(repo: Path = REPO) -> int:
-    """The bytes of the files git tracks in `repo` (what travels with a bundle besides it); 0 outside a checkout."""
+def course_files(repo: Path = REPO) -> list[str]:
+    """The files git tracks in the checkout `repo` (as they are in its working tree), relative to it."""
     try:
         names = subprocess.run(["git", "-C", str(repo), "ls-files", "-z"], capture_output=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return 0
-    return sum((repo / n).stat().st_size for n in names.decode().split("\0") if n and (repo / n).is_file())
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise ValueError(f"a kit is made from a git clone of the course; {repo} is not one ({e})") from None
+    return [n for n in names.decode().split("\0") if n and (repo / n).is_file()]
 
 
-def bundle(notebook, out=None, *, datasets=None, wheels: bool = True, source=None, wheels_from=None,
-           limit_mib: float = LIMIT_MIB, tree_bytes: int | None = None) -> dict:
-    """Build the bundle for `notebook` at `out` (default `DEFAULT_OUT`); return its manifest (BUNDLE.json).
+def local_data(name: str, root: Path) -> str | None:
+    """The copy of data set `name` in the data folder `root` that load_dataset reads there, relative to `root`."""
+    for rel in DATA_FILES[name]:
+        p = root / rel
+        if p.is_file() or (p.is_dir() and any(p.iterdir())):
+            return rel
+    return None
 
-    datasets: which of the notebook's data sets to carry (default: all it loads; [] for none, e.g. when a warm
-    machine has them decoded already). wheels: carry the wheels (False: data only, for a first call that
-    prepares the data). source: the offline data copies (default `minivit.data.shared_source()`). wheels_from: a
-    folder of wheels to copy instead of `pip download`ing them (offline).
-    The limit is `limit_mib`, or less where the tracked tree (`tree_bytes`, default `tracked_bytes()`) leaves less
-    of the `CALL_MIB` a call carries. The bundle is built beside `out` and moved into place only when complete and
-    within the limit; a bundle already at `out` is then replaced. Refused, with nothing changed: `out` exists and
-    is not a bundle (FileExistsError), the data sets alone or the whole bundle exceed the limit (ValueError), a
-    data set's offline copy is missing (FileNotFoundError)."""
-    path = notebook_path(notebook)
+
+def carry_data(source: Path, dest: Path) -> dict[str, list[str]]:
+    """Copy each data set from the data folder `source` into `dest` (links followed: files travel); fetch the
+    ones it lacks from their official sources into `dest` by load_dataset's download, without its caches."""
+    carried = {}
+    for name in DATA_FILES:
+        rel = local_data(name, source)
+        if rel is not None:
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            if (source / rel).is_dir():
+                shutil.copytree(source / rel, dest / rel, copy_function=shutil.copyfile)
+            else:
+                shutil.copyfile(source / rel, dest / rel)
+            carried[name] = [rel]
+            continue
+        dest.mkdir(parents=True, exist_ok=True)
+        before = set(dest.iterdir())
+        try:
+            for split in SPLITS:
+                load_dataset(name, split, root=dest)  # downloads the official files, decodes, writes a cache
+        except FileNotFoundError as e:
+            raise RuntimeError(f"{name}: no copy in {source} ({', '.join(DATA_FILES[name])}), and its download "
+                               f"failed; nothing was written:\n{e}") from None
+        shutil.rmtree(dest / "cache", ignore_errors=True)  # derived; the target decodes for itself
+        carried[name] = sorted(p.name for p in set(dest.iterdir()) - before)
+    return carried
+
+
+INSTALL_SH = """#!/bin/sh
+# Installs the minivit course from this kit without a network: a fresh virtual environment course/.venv with every
+# wheel from wheels/ (pip --no-index; nothing is downloaded). Made by `python -m minivit.gpu kit` on {made}.
+#   sh install.sh                      (PYTHON=python{python} sh install.sh to choose the Python)
+# then: cd course && .venv/bin/python -m pytest --nbval notebooks/
+set -eu
+cd "$(dirname "$0")"
+PYTHON=${{PYTHON:-python3}}
+"$PYTHON" - <<'EOF' || exit 2
+import platform, sys
+want, machine, system_torch = "{python}", "{machine}", {system_torch}
+have = "%d.%d" % sys.version_info[:2]
+if have != want:
+    sys.exit(f"install.sh: this kit's wheels are for Python {{want}}, and {{sys.executable}} is Python {{have}}: "
+             f"run PYTHON=python{{want}} sh install.sh, or make a kit for this Python (--python-version {{have}})")
+if machine and platform.machine() != machine:
+    sys.exit(f"install.sh: this kit's wheels are for {{machine}}, and this machine is {{platform.machine()}}")
+if system_torch:
+    try:
+        import torch, torchvision
+    except ImportError as e:
+        sys.exit(f"install.sh: this kit leaves torch out (made with --torch none), so {{sys.executable}} must have "
+                 f"torch and torchvision installed ({{e}}); or make a kit with torch (--torch cuda)")
+EOF
+if command -v sha256sum >/dev/null 2>&1; then
+    sha256sum --quiet --check SHA256SUMS || {{ echo "install.sh: the files above are damaged: copy the kit again" >&2; exit 2; }}
+fi
+"$PYTHON" -m venv {venv_flags}course/.venv || {{ echo "install.sh: $PYTHON cannot create a virtual environment: \\
+install its venv module (Debian, Ubuntu: apt install python{python}-venv)" >&2; exit 2; }}
+course/.venv/bin/python -m pip install --no-index --find-links wheels --editable './course[dev]'
+echo "install.sh: done. From course/: .venv/bin/python -m pytest --nbval notebooks/ (or tests/, or .venv/bin/jupyter lab)"
+"""
+
+
+def install_script(python: str, platforms: list[str], system_torch: bool) -> str:
+    """install.sh for a kit: checks the Python (version, machine, torch when the kit leaves it out), then installs."""
+    m = re.fullmatch(r"(?:many|musl)linux_\d+_\d+_(\w+)", platforms[0])
+    return INSTALL_SH.format(made=datetime.date.today().isoformat(), python=python, machine=m[1] if m else "",
+                             system_torch=system_torch, venv_flags="--system-site-packages " if system_torch else "")
+
+
+def is_kit(folder: Path) -> bool:
+    """Whether `folder` is a kit `kit` made (a real folder with a KIT.json of `FORMAT`)."""
+    marker = Path(folder) / "KIT.json"
+    try:
+        return not Path(folder).is_symlink() and json.loads(marker.read_text()).get("format") == FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _size(path: Path) -> int:
+    """Bytes of a file, or of the files in a folder."""
+    return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def kit(out=None, *, python_version: str | None = None, platforms=None, torch: str = "cuda",
+        torch_spec=TORCH_SPEC, data_from=None, replace: bool = False, repo: Path = REPO) -> dict:
+    """Make the kit at `out` (default `DEFAULT_OUT`) for a target with `python_version` (default: this Python's) on
+    `platforms` (default `DEFAULT_PLATFORM`), torch from `torch` (see `TORCH_CHOICES`); return its KIT.json.
+
+    The data sets come from `data_from` (default: this machine's data folder, `minivit.data.data_root()`). Refused
+    before anything is written: `out` exists (FileExistsError; a kit is replaced only with `replace`), a bad
+    version, platform or torch choice (ValueError), `repo` not a git clone (ValueError), PyTorch's index silent
+    (RuntimeError). The kit is built beside `out` and moved into place complete; a failure removes it."""
     out = Path(out) if out is not None else DEFAULT_OUT
-    source = shared_source(source)
-    tree = tracked_bytes() if tree_bytes is None else tree_bytes
-    limit = min(int(limit_mib * 2**20), CALL_MIB * 2**20 - tree)
-    why = (f"the bundle's {limit_mib:g} MiB" if limit == int(limit_mib * 2**20) else
-           f"the {_mib(limit)} that {CALL_MIB} MiB a call carries leaves beside the tracked tree ({_mib(tree)})")
-    if (out.exists() or out.is_symlink()) and not is_bundle(out):
-        raise FileExistsError(f"{out} exists and is not a GPU bundle (no BUNDLE.json of {FORMAT}); "
-                              "remove it or pass another --out")
-    needs = notebook_datasets(path)
-    names = needs if datasets is None else tuple(n for n in SHAPES if n in set(datasets))
-    if set(datasets or ()) - set(needs):
-        raise ValueError(f"{path.stem} loads {', '.join(needs) or 'no data set'}; it cannot use "
-                         f"{sorted(set(datasets) - set(needs))}")
-    files = [f for n in names for f in dataset_files(n, source)]
-    data_bytes = sum((source / f).stat().st_size for f in files)
-    if data_bytes > limit:
-        raise ValueError(f"the data sets of {path.stem} ({', '.join(names)}) take {_mib(data_bytes)}, over {why}; "
-                         "nothing was written. Carry them over several calls to one warm machine (--datasets, "
-                         "--no-wheels: docs/gpu.md, 'Without internet')")
+    python = python_version or "%d.%d" % sys.version_info[:2]
+    if not re.fullmatch(r"3\.\d+", python):
+        raise ValueError(f"--python-version {python!r}: expected the target's Python as MAJOR.MINOR, e.g. 3.12")
+    platforms = list(platforms or [DEFAULT_PLATFORM])
+    tags = [t for p in platforms for t in expand_platform(p)]
+    index = torch_index(torch)
+    if (out.exists() or out.is_symlink()) and not (replace and is_kit(out)):
+        why = "is a kit: pass --replace to make it again" if is_kit(out) else "exists and is not a kit (no KIT.json)"
+        raise FileExistsError(f"{out} {why}; nothing was written (or pass another --out)")
+    files = course_files(repo)
+    if int(installed_version("pip").split(".")[0]) < 23:
+        raise RuntimeError(f"pip {installed_version('pip')} is too old to make a kit (needs 23 or newer): "
+                           f"{sys.executable} -m pip install --upgrade pip")
+    if index and (why := _answers(index[1].rstrip("/") + "/torch/")):
+        raise RuntimeError(f"PyTorch's index {index[1]} does not answer ({why}); nothing was written. Check the "
+                           "connection, or choose --torch cuda (PyPI's build)")
+    if data_from is not None and not Path(data_from).is_dir():
+        raise ValueError(f"--data-from {data_from}: no such folder; expected a data folder like the checkout's data/")
+    source = data_root(data_from)
+    made = [p for p in (out.parent, *out.parent.parents) if not p.exists()]
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    umask = os.umask(0o22)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)  # mkdtemp's folder is the owner's alone; a kit is an ordinary folder
     try:
-        (tmp / "wheels").mkdir()
-        if not wheels:
-            pass
-        elif wheels_from is not None:
-            found = sorted(Path(wheels_from).glob("*.whl"))
-            if not found:
-                raise FileNotFoundError(f"no wheels (*.whl) in {wheels_from}")
-            for w in found:
-                shutil.copyfile(w, tmp / "wheels" / w.name)
-        else:
-            _download_wheels(tmp / "wheels")
-        for w in (tmp / "wheels").iterdir():
-            if _is_on_the_image(w.name) or w.suffix != ".whl":
-                w.unlink()
-        for f in files:
-            (tmp / "datasets" / f).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source / f, tmp / "datasets" / f)  # follows links: the file itself travels
-        sums = source / "SHA256SUMS"
-        if files and sums.is_file():
-            lines = [ln for ln in sums.read_text().splitlines() if ln.split() and ln.split()[-1] in files]
-            (tmp / "datasets" / "SHA256SUMS").write_text("".join(ln + "\n" for ln in lines))
-        wheels = sorted(w.name for w in (tmp / "wheels").iterdir())
-        wheel_bytes = _size(tmp / "wheels")
-        manifest = {"format": FORMAT, "notebook": path.stem, "datasets": list(names), "dataset_files": files,
-                    "wheels": wheels, "wheel_bytes": wheel_bytes, "dataset_bytes": data_bytes,
-                    "bytes": wheel_bytes + data_bytes, "tree_bytes": tree}
-        (tmp / "BUNDLE.json").write_text(json.dumps(manifest, indent=1) + "\n")
-        total = _size(tmp)
-        if total > limit:
-            raise ValueError(f"the bundle for {path.stem} would take {_mib(total)} (wheels {_mib(wheel_bytes)}, data "
-                             f"{_mib(data_bytes)}), over {why}; nothing was written. Carry the data and the wheels "
-                             "in two calls to one warm machine (--no-wheels, then --datasets with no name: docs/gpu.md)")
-        old = None
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-            os.replace(out, old / "bundle")
+        for rel in files:  # the course, as its checkout has it
+            (tmp / "course" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(repo / rel, tmp / "course" / rel)
+        datasets = carry_data(source, tmp / "course" / "data")
+        target = ["--only-binary=:all:", "--python-version", python, "--implementation", "cp",
+                  *[a for t in tags for a in ("--platform", t)]]
+        build = re.findall(r'"([^"]+)"', re.search(r"requires\s*=\s*\[(.*?)\]", (repo / "pyproject.toml").read_text(),
+                                                   re.S)[1])  # the course's build backend: the editable install
+        wanted = [f"{repo}[dev]", *build, *([] if torch == "none" else torch_spec)]
+        with tempfile.TemporaryDirectory() as work:
+            pins = {n: v for n, v in resolve(wanted, target, index, Path(work)).items() if n.lower() != "minivit"}
+        if torch == "none":
+            pins = {n: v for n, v in pins.items() if not TORCH_PACKAGES.match(re.sub(r"[-_.]+", "-", n).lower())}
+        _pip(["download", "--quiet", "--no-deps", "--dest", str(tmp / "wheels"), *target, *index,
+              *[f"{n}=={v}" for n, v in sorted(pins.items())]], "download the wheels")
+        (tmp / "install.sh").write_text(install_script(python, platforms, torch == "none"))
+        manifest = {"format": FORMAT, "made": datetime.date.today().isoformat(), "python": python,
+                    "platforms": platforms, "torch": torch, "torch_spec": [] if torch == "none" else list(torch_spec),
+                    "packages": dict(sorted(pins.items(), key=lambda kv: kv[0].lower())),
+                    "wheel_bytes": _size(tmp / "wheels"), "datasets": datasets,
+                    "data_bytes": sum(_size(tmp / "course" / "data" / f) for fs in datasets.values() for f in fs),
+                    "course_files": len(files), "course_bytes": sum((repo / f).stat().st_size for f in files)}
+        manifest["bytes"] = manifest["wheel_bytes"] + manifest["data_bytes"] + manifest["course_bytes"]
+        (tmp / "KIT.json").write_text(json.dumps(manifest, indent=1) + "\n")
+        carried = [tmp / "wheels", *[tmp / "course" / "data" / f for fs in datasets.values() for f in fs]]
+        sums = [f"{_sha256(p)}  {p.relative_to(tmp).as_posix()}" for c in carried
+                for p in sorted(c.rglob("*") if c.is_dir() else [c]) if p.is_file()]
+        (tmp / "SHA256SUMS").write_text("".join(s + "\n" for s in sums))
+        if out.exists():  # a kit, and replace=True
+            shutil.rmtree(out)
         os.replace(tmp, out)
-        if old is not None:
-            shutil.rmtree(old)
         return manifest
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)
+            for p in made:  # the folders made for it, innermost first
+                if p.exists() and not any(p.iterdir()):
+                    p.rmdir()
+
+
+def _human(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m minivit.gpu",
-                                description="The offline GPU route: carry wheels and data to a GPU machine.")
+                                description="The offline route: a kit that installs and runs the course on a machine "
+                                            "without internet (docs/gpu.md).")
     sub = p.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("bundle", help=f"build the bundle for one notebook (at most {LIMIT_MIB} MiB)")
-    b.add_argument("notebook", help="a notebook's number (04), name or path")
-    b.add_argument("--out", help=f"the bundle's folder (default: {DEFAULT_OUT})")
-    b.add_argument("--source",
-                   help="offline data copies (default: $MINIVIT_SHARED_DATASETS or <repo>/../shared/datasets)")
-    b.add_argument("--datasets", nargs="*", metavar="NAME",
-                   help="carry only these of the notebook's data sets (none when no name follows)")
-    b.add_argument("--no-wheels", action="store_true", help="carry no wheels (a call that only prepares the data)")
-    b.add_argument("--wheels-from", help="copy the wheels from this folder instead of downloading them (offline)")
-    sub.add_parser("datasets", help="the data sets each notebook loads (read from its code)")
+    k = sub.add_parser("kit", help="make the kit (on a machine with internet, in a clone of the course)")
+    k.add_argument("--out", help=f"the kit's folder (default: {DEFAULT_OUT})")
+    k.add_argument("--python-version", help="the target's Python, MAJOR.MINOR (default: this Python's)")
+    k.add_argument("--platform", action="append", metavar="TAG",
+                   help=f"the target's platform tag (default: {DEFAULT_PLATFORM}: Linux x86_64, glibc 2.28 or newer; "
+                        "e.g. manylinux_2_28_aarch64); repeat for several")
+    k.add_argument("--torch", default="cuda", metavar="BUILD",
+                   help="cuda (default: PyPI's build, with CUDA's libraries), cpu (the CPU-only build), a PyTorch "
+                        f"index URL ({PYTORCH_INDEX}cu126: CUDA 12.6), or none (the target's Python has torch)")
+    k.add_argument("--torch-spec", default=" ".join(TORCH_SPEC), help="the torch release (default: %(default)s)")
+    k.add_argument("--data-from", metavar="DIR", help="the data folder to copy (default: minivit.data's data root)")
+    k.add_argument("--replace", action="store_true", help="make an existing kit at --out again")
     a = p.parse_args(argv)
     try:
-        if a.cmd == "datasets":
-            for nb in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
-                print(f"{nb.stem:40} {' '.join(notebook_datasets(nb)) or '-'}")
-            return 0
-        m = bundle(a.notebook, a.out, datasets=a.datasets, wheels=not a.no_wheels, source=a.source,
-                   wheels_from=a.wheels_from)
-    except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as e:
+        m = kit(a.out, python_version=a.python_version, platforms=a.platform, torch=a.torch,
+                torch_spec=tuple(a.torch_spec.split()), data_from=a.data_from, replace=a.replace)
+    except (ValueError, FileExistsError, FileNotFoundError, RuntimeError) as e:
         p.exit(2, f"minivit.gpu: error: {e}\n")
     out = Path(a.out) if a.out else DEFAULT_OUT
-    print(f"minivit.gpu: {out} for {m['notebook']}: {len(m['wheels'])} wheels {_mib(m['wheel_bytes'])} + data "
-          f"{', '.join(m['datasets']) or 'none'} {_mib(m['dataset_bytes'])} = {_mib(m['bytes'])}; with the tracked "
-          f"tree {_mib(m['bytes'] + m['tree_bytes'])} of the {CALL_MIB} MiB a call carries")
+    print(f"minivit.gpu: {out} for Python {m['python']} on {', '.join(m['platforms'])}, torch {m['torch']}: "
+          f"{len(m['packages'])} wheels {_human(m['wheel_bytes'])}, data sets {', '.join(m['datasets'])} "
+          f"{_human(m['data_bytes'])}, course {m['course_files']} files {_human(m['course_bytes'])}. On the target: "
+          f"sh {out}/install.sh (docs/gpu.md, 'Without internet')")
     return 0
 
 
