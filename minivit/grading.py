@@ -102,7 +102,8 @@ def _refusing_code(fn: types.FunctionType, path: str) -> types.CodeType:
     """A code object with `fn`'s free variables (so it fits `fn`'s closure) whose body raises `_refused(path)`.
     It runs with `fn`'s globals, so it reaches this module through `__import__`, which every module has."""
     free = fn.__code__.co_freevars
-    name = "" if _resolve(path) is fn else f"{fn.__module__}.{fn.__qualname__}"
+    # a module path names the function refused; a function or class path names itself
+    name = f"{fn.__module__}.{fn.__qualname__}" if isinstance(_resolve(path), types.ModuleType) else ""
     lines = ["def _outer():", *[f"    {v} = None" for v in free], "    def _refuse(*args, **kwargs):"]
     if free:
         lines.append(f"        ({', '.join(free)},)")  # mentioned, so they are free variables of _refuse

@@ -4,7 +4,9 @@ import re
 import tomllib
 from pathlib import Path
 
-import yaml
+import pytest
+
+yaml = pytest.importorskip("yaml", reason="environment.yml is read with PyYAML (pip install pyyaml, a [dev] extra)")
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -387,6 +387,8 @@ def test_linear_weights_check():
                                         verbose=False)
     assert unnormalised.passed == 0 and all("sum to 1" in f for f in unnormalised.failures)
     # the weights read off a resizing function: PyTorch's, minivit's, the authors' SciPy
+    pytest.importorskip("scipy.ndimage", reason="reads the authors' weights off SciPy (pip install scipy, brought by "
+                        "scikit-image, a [dev] extra)")
     import scipy.ndimage
 
     def read_off_interpolate(n_old, n_new, align_corners=False):  # the reviews' one-liner

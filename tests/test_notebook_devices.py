@@ -145,12 +145,23 @@ def mutated_copy(path: Path, folder: Path) -> tuple[Path, dict[int, tuple[str, s
     return copy, cells
 
 
+def _skip_without_the_notebooks_imports(path) -> None:
+    """Skip, naming the package, when the notebook imports one that is not installed (the notebooks need the [dev]
+    extra, e.g. scikit-image for 01's photograph and scipy for 07's and 09's references)."""
+    import importlib.util
+    text = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
+    for name in sorted(set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", text, re.M))):
+        if importlib.util.find_spec(name) is None:
+            pytest.skip(f"{path.name} imports {name}, which is not installed (the notebooks need minivit[dev])")
+
+
 @needs_data
 @pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_with_cuda_played_by_the_cpu(path, tmp_path, monkeypatch):
     """Every cell of the notebook runs with the model on "cuda"; each mutation of it, run at its cell in a copy of
     the namespace, raises CUDA's device error (or, where it is no bug, nothing)."""
+    _skip_without_the_notebooks_imports(path)
     copy, mutated = mutated_copy(path, tmp_path)
     mutants = {i: "".join(c["source"]) for i, c in enumerate(json.loads(copy.read_text())["cells"]) if i in mutated}
     raised = run_notebook(path, tmp_path / "checkpoints", monkeypatch, mutants)

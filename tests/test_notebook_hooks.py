@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytest.importorskip("nbval", reason="runs pytest --nbval: needs nbval (pip install nbval, a [dev] extra)")
+
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
@@ -37,6 +41,7 @@ def test_a_failing_cell_is_written_down_at_once(tmp_path):
 def test_two_lanes_keep_dependent_notebooks_in_order(tmp_path):
     """`pytest --nbval -n 2 --dist loadscope`: a notebook runs after the one whose results it loads (05 after 04, in
     one lane, while 07 runs in the other), each kernel gets half the cores as threads, and the wall clock is reported."""
+    pytest.importorskip("xdist", reason="runs pytest -n 2: needs pytest-xdist (pip install pytest-xdist, a [dev] extra)")
     shutil.copy(NOTEBOOKS / "conftest.py", tmp_path / "conftest.py")
     marker = tmp_path / "04-finished"
     threads = str(max(1, len(os.sched_getaffinity(0)) // 2))

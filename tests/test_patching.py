@@ -2,10 +2,12 @@
 
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from minivit import PatchEmbed, conv_weight_as_linear, patchify, unpatchify
+pytest.importorskip("hypothesis", reason="property tests need hypothesis (pip install hypothesis, a [dev] extra)")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from minivit import PatchEmbed, conv_weight_as_linear, patchify, unpatchify  # noqa: E402
 
 
 def test_patchify_shape_and_order():

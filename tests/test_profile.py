@@ -9,8 +9,8 @@ import minivit.profile as mprofile
 from minivit.profile import ENV_VAR, PROFILES, Profile, choose, default_device, full_min_cores, get_profile
 
 
-def _machine(monkeypatch, capability=None, cores=16):
-    """Pretend this machine has a CUDA GPU of `capability` (None: none) and `cores` CPU cores."""
+def _machine(monkeypatch, capability=None, cores=16, name="NVIDIA H100 80GB HBM3"):
+    """Pretend this machine has a CUDA GPU of `capability` (None: none) named `name`, and `cores` CPU cores."""
     monkeypatch.delenv(ENV_VAR, raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: capability is not None)
 
@@ -19,7 +19,7 @@ def _machine(monkeypatch, capability=None, cores=16):
             raise RuntimeError("Found no NVIDIA driver on your system")
         return capability
     monkeypatch.setattr(torch.cuda, "get_device_capability", get_capability)
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
     monkeypatch.setattr(mprofile.os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
     monkeypatch.setattr(mprofile.os, "cpu_count", lambda: cores)
 
@@ -37,23 +37,97 @@ def test_full_recipes_need_no_loader_workers_and_the_core_floor_stays():
     assert full_min_cores() == mprofile.FULL_MIN_CORES == 8 and mprofile.FULL_LOADER_WORKERS == 14
 
 
-@pytest.mark.parametrize("capability, cores, name, why", [
-    ((9, 0), 16, "full", "compute capability 9.0 (bf16 tensor cores) and 16 CPU cores"),  # an H100
-    ((8, 0), 8, "full", "compute capability 8.0"),  # an A100 with the fewest cores that do
-    ((8, 9), 2, "quick", "2 CPU cores < 8 (the full profile is timed only on 16-core hosts)"),  # an L4 on Colab
-    ((7, 5), 2, "quick", "compute capability 7.5 < 8.0 (no bf16 tensor cores) and 2 CPU cores < 8"),  # a T4 on Colab
-    ((7, 5), 32, "quick", "compute capability 7.5 < 8.0"),  # a T4 on a big machine
-    ((8, 0), 7, "quick", "7 CPU cores < 8"),
+H100, A100, L4, T4 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB", "NVIDIA L4", "Tesla T4"
+
+
+@pytest.mark.parametrize("capability, cores, gpu, name, why", [
+    ((9, 0), 16, H100, "full", "compute capability 9.0 (bf16 tensor cores) and 16 CPU cores"),
+    ((9, 0), 8, H100, "full", "compute capability 9.0"),  # the fewest cores that do
+    ((9, 0), 7, H100, "quick", "7 CPU cores < 8"),
+    ((8, 0), 12, A100, "quick", "estimated at up to 11 min, over the 10-minute goal"),  # Colab's A100
+    ((8, 9), 2, L4, "quick", "2 CPU cores < 8 (the full profile is timed only on 16-core hosts) and its longest "
+                             "full-profile notebook is estimated at up to 38 min"),  # an L4 on a small machine
+    ((7, 5), 2, T4, "quick", "compute capability 7.5 < 8.0 (no bf16 tensor cores) and 2 CPU cores < 8"),  # Colab T4
+    ((7, 5), 32, T4, "quick", "compute capability 7.5 < 8.0"),  # a T4 on a big machine
+    ((8, 9), 32, "NVIDIA GeForce RTX 4090", "quick", "its full-profile time is unknown"),
 ])
-def test_choice_by_capability_and_cores(monkeypatch, capability, cores, name, why):
-    _machine(monkeypatch, capability, cores)
+def test_choice_by_capability_cores_and_gpu_class(monkeypatch, capability, cores, gpu, name, why):
+    _machine(monkeypatch, capability, cores, gpu)
     chosen, reason = choose(torch.device("cuda"))
-    assert chosen == name and why in reason and "MINIVIT_PROFILE=quick|full" in reason
+    assert chosen == name and why in reason, reason
     profile = get_profile()
     assert profile.name == name and profile.device.type == "cuda" and profile.reason == reason
     line = str(profile)
     assert "\n" not in line and line == f"{profile.describe()}; {reason}"
-    assert f"profile={name}" in line and "Fake GPU" in line
+    assert f"profile={name}" in line and f"({gpu})" in line
+
+
+def test_the_h100_line_has_no_estimate_and_keeps_its_wording(monkeypatch):
+    _machine(monkeypatch, (9, 0), 16, H100)
+    assert choose(torch.device("cuda")) == ("full", "chosen: CUDA GPU of compute capability 9.0 (bf16 tensor cores) "
+                                                    "and 16 CPU cores; set MINIVIT_PROFILE=quick|full to override")
+    assert "estimated" not in str(get_profile())
+
+
+@pytest.mark.parametrize("gpu, capability, cores, minutes", [
+    (A100, (8, 0), 12, "20-55 min for all ten notebooks, 4.5-11 min the longest (its GPU work 3.2x an H100's"),
+    (L4, (8, 9), 12, "38-192 min for all ten notebooks, 11-38 min the longest (its GPU work 11.2x an H100's"),
+    (T4, (7, 5), 2, "47-262 min for all ten notebooks, 14-52 min the longest (its GPU work 15.2x an H100's"),
+])
+def test_other_gpus_print_the_estimate_and_how_to_choose_full(monkeypatch, gpu, capability, cores, minutes):
+    _machine(monkeypatch, capability, cores, gpu)
+    line = str(get_profile())
+    klass = mprofile.gpu_class(gpu).name
+    assert f"full profile on this {klass} estimated at {minutes}" in line and "not measured" in line
+    assert line.endswith("; MINIVIT_PROFILE=full chooses the full profile") and "\n" not in line
+
+
+def test_a_gpu_estimated_within_the_goal_gets_full_and_says_how_to_choose_quick(monkeypatch):
+    _machine(monkeypatch, (9, 0), 16, "NVIDIA H100 PCIe")  # 1.7x the SXM's GPU time: 5.7 min the longest at most
+    profile = get_profile()
+    assert profile.name == "full"
+    assert "full profile on this H100 PCIe estimated at 17-29 min for all ten notebooks" in str(profile)
+    assert str(profile).endswith("; MINIVIT_PROFILE=quick chooses the quick profile")
+
+
+def test_an_unknown_gpu_gets_quick_and_says_there_is_no_estimate(monkeypatch):
+    _machine(monkeypatch, (12, 0), 64, "Some Future GPU")
+    profile = get_profile()
+    assert profile.name == "quick"
+    assert "no estimate of the full profile's time on this GPU" in str(profile)
+    assert str(profile).endswith("MINIVIT_PROFILE=full chooses the full profile")
+
+
+def test_forcing_the_profile_on_another_gpu_still_prints_the_estimate(monkeypatch):
+    _machine(monkeypatch, (8, 9), 12, L4)
+    monkeypatch.setenv(ENV_VAR, "full")
+    line = str(get_profile())
+    assert "chosen by MINIVIT_PROFILE=full; full profile on this L4 estimated at 38-192 min" in line
+    _machine(monkeypatch, (9, 0), 16, H100)
+    monkeypatch.setenv(ENV_VAR, "quick")
+    assert str(get_profile()).endswith("; chosen by MINIVIT_PROFILE=quick")  # the H100: nothing estimated
+
+
+@pytest.mark.parametrize("device_name, klass", [
+    ("NVIDIA H100 80GB HBM3", "H100"), ("NVIDIA H100 PCIe", "H100 PCIe"), ("NVIDIA H100 NVL", "H100 NVL"),
+    ("NVIDIA H200", "H200"), ("NVIDIA A100-SXM4-80GB", "A100"), ("NVIDIA A100 80GB PCIe", "A100"),
+    ("NVIDIA A100-PCIE-40GB", "A100"), ("NVIDIA L4", "L4"), ("Tesla T4", "T4"),
+    ("NVIDIA L40S", None), ("NVIDIA A10G", None), ("NVIDIA GH200 480GB", None), ("NVIDIA GeForce RTX 4090", None),
+])
+def test_gpu_classes_by_device_name(device_name, klass):
+    found = mprofile.gpu_class(device_name)
+    assert (found.name if found else None) == klass
+
+
+def test_factors_follow_the_datasheet_ratios():
+    by_name = {g.name: g for g in mprofile.GPU_CLASSES}
+    assert by_name["H100"].factor == 1.0 and by_name["H200"].factor == 1.0  # same tensor peak, more bandwidth
+    assert by_name["A100"].factor == pytest.approx(989.5 / 312)  # bound by throughput
+    assert by_name["L4"].factor == pytest.approx(3.35 / 0.3)  # bound by bandwidth
+    assert by_name["T4"].factor == pytest.approx(989.5 / 65)
+    for g in mprofile.GPU_CLASSES:  # the low end never above the high end, both at least the H100's
+        for (lo, hi), (h_lo, h_hi) in zip(mprofile.full_minutes(g).values(), mprofile.H100_FULL_MIN.values()):
+            assert h_lo <= lo <= hi and hi >= h_hi
 
 
 def test_choice_without_a_gpu(monkeypatch):

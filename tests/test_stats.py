@@ -4,10 +4,12 @@ import math
 
 import pytest
 import torch
-from hypothesis import given
-from hypothesis import strategies as st
 
-from minivit.stats import McNemar, binomial_se, mcnemar, mean_se, paired_se
+pytest.importorskip("hypothesis", reason="property tests need hypothesis (pip install hypothesis, a [dev] extra)")
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from minivit.stats import McNemar, binomial_se, mcnemar, mean_se, paired_se  # noqa: E402
 
 
 def test_mcnemar_counts_the_discordant_pairs():
