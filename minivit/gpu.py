@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import json
 import os
 import re
@@ -38,7 +37,7 @@ import urllib.request
 from importlib.metadata import version as installed_version
 from pathlib import Path
 
-from .data import REPO, SPLITS, data_root, load_dataset
+from .data import REPO, SPLITS, _sha256, data_root, load_dataset
 
 DEFAULT_OUT = REPO / "offline-kit"
 FORMAT = "minivit-offline-kit/1"  # KIT.json's "format": a folder with it is a kit that --replace may replace
@@ -199,14 +198,6 @@ def is_kit(folder: Path) -> bool:
         return not Path(folder).is_symlink() and json.loads(marker.read_text()).get("format") == FORMAT
     except (OSError, ValueError, AttributeError):
         return False
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _size(path: Path) -> int:
