@@ -34,7 +34,7 @@ import functools
 import importlib
 import sys
 import types
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
@@ -98,12 +98,11 @@ def _functions_of(obj) -> Iterable:
         yield obj
 
 
-def _refusing_code(fn: types.FunctionType, path: str) -> types.CodeType:
-    """A code object with `fn`'s free variables (so it fits `fn`'s closure) whose body raises `_refused(path)`.
-    It runs with `fn`'s globals, so it reaches this module through `__import__`, which every module has."""
+def _refusing_code(fn: types.FunctionType, path: str, name: str) -> types.CodeType:
+    """A code object with `fn`'s free variables (so it fits `fn`'s closure) whose body raises
+    `_refused(path, name)`. It runs with `fn`'s globals, so it reaches this module through `__import__`, which
+    every module has."""
     free = fn.__code__.co_freevars
-    # a module path names the function refused; a function or class path names itself
-    name = f"{fn.__module__}.{fn.__qualname__}" if isinstance(_resolve(path), types.ModuleType) else ""
     lines = ["def _outer():", *[f"    {v} = None" for v in free], "    def _refuse(*args, **kwargs):"]
     if free:
         lines.append(f"        ({', '.join(free)},)")  # mentioned, so they are free variables of _refuse
@@ -150,7 +149,7 @@ def without(paths: Sequence[str], hint: str = ""):
     module not installed) is skipped. If a refusal happened and the block swallowed it, the block's end raises it.
     Everything is put back on the way out, on an error too. Put only the answer's call in the block."""
     guard = _Guard(paths, hint)
-    swapped: list[tuple[types.FunctionType, types.CodeType, str]] = []  # function, its own code, the path
+    swapped: list[tuple[types.FunctionType, types.CodeType, str, str]] = []  # function, its code, path, name shown
     torch_banned: dict = {}
     for path in paths:
         obj = _resolve(path)
@@ -163,24 +162,22 @@ def without(paths: Sequence[str], hint: str = ""):
                 chain.append(fn)
                 fn = getattr(fn, "__wrapped__", None)
             for f in chain:
-                if isinstance(f, types.FunctionType) and all(f is not s for s, _, _ in swapped):
-                    swapped.append((f, f.__code__, path))
+                if isinstance(f, types.FunctionType) and all(f is not s for s, *_ in swapped):
+                    # a module path names the function refused; a function or class path names itself
+                    shown = f"{f.__module__}.{f.__qualname__}" if isinstance(obj, types.ModuleType) else ""
+                    swapped.append((f, f.__code__, path, shown))
                 elif not isinstance(f, types.FunctionType) and callable(f) and _hashable(f):
                     torch_banned[f] = path
                 if isinstance(f, types.FunctionType) and f.__module__ and f.__module__.startswith("torch"):
                     torch_banned[f] = path  # a PyTorch Python function: also refused by the mode
     _ACTIVE.append(guard)
-    mode = _RefuseTorch(torch_banned) if torch_banned else None
     try:
-        for fn, _, path in swapped:
-            fn.__code__ = _refusing_code(fn, path)
-        if mode is not None:
-            with mode:
-                yield guard
-        else:
+        for fn, _, path, shown in swapped:
+            fn.__code__ = _refusing_code(fn, path, shown)
+        with _RefuseTorch(torch_banned) if torch_banned else nullcontext():
             yield guard
     finally:
-        for fn, code, _ in swapped:
+        for fn, code, *_ in swapped:
             fn.__code__ = code
         _ACTIVE.remove(guard)
     if guard.refusals:  # the answer caught a refusal and went on: it is refused all the same
