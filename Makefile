@@ -11,7 +11,7 @@ TORCH_VARIANT ?= auto
 # Run as root (containers), JupyterLab needs --allow-root.
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help install data lab test unit notebooks smoke bench offline-kit gpu-bundle site assignments kit-folder clean
+.PHONY: help install data lab test unit notebooks smoke gpu-check bench offline-kit gpu-bundle site assignments kit-folder clean
 
 help:
 	@echo "make lab        open the course notebooks in JupyterLab (sets everything up first)"
@@ -19,6 +19,8 @@ help:
 	@echo "make smoke      the full profile's code paths on this machine, a sliver of the work (minivit.smoke)"
 	@echo "make install    create $(VENV) and install minivit[dev]"
 	@echo "make data       link the offline data sets into data/ (or note they will download)"
+	@echo "make gpu-check  on a GPU machine: every notebook, one at a time under the full profile, with a report in"
+	@echo "                gpu-check/ (GPU_CHECK_ARGS=\"--limit-min 9.5 --replace\": benchmarks/gpu_check.py --help)"
 	@echo "make bench      run the CPU benchmarks (benchmarks/)"
 	@echo "make offline-kit  offline-kit/: the course, its data and every wheel, for a machine without internet"
 	@echo "make site       build the course site (notebooks as last run, README, API reference) into _site/html"
@@ -50,17 +52,27 @@ NB_JOBS ?= $(shell $(BIN)/python -c "import os, torch; print(1 if torch.cuda.is_
 NB_PARALLEL = $(if $(filter-out 0 1,$(NB_JOBS)),-n $(NB_JOBS) --dist loadscope,)
 
 # pytest exits 5 when it collects no test: say so instead of failing an empty folder.
+# A cell still running after NB_CELL_TIMEOUT seconds fails with its traceback (the longest cell takes a few minutes).
+NB_CELL_TIMEOUT ?= 1200
 notebooks: install data
-	$(BIN)/python -m pytest --nbval $(NB_PARALLEL) notebooks/; rc=$$?; \
+	$(BIN)/python -m pytest --nbval --nbval-cell-timeout=$(NB_CELL_TIMEOUT) $(NB_PARALLEL) notebooks/; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "no notebooks collected"; rc=0; fi; exit $$rc
 
 # The full profile's code paths (presets, recipes, batched RandAugment, MixUp/CutMix) with a sliver of the work, so
 # the GPU path is checked on any machine; outputs are not compared (--nbval-lax) and claims are printed, not checked.
+# It runs through the GPU check's runner (below): the notebooks one at a time in its order, a report in
+# gpu-check-smoke/, and a wall-clock limit that ends a stuck run with the report saying where it stuck.
 smoke: install data
-	MINIVIT_PROFILE=full MINIVIT_SMOKE=1 $(BIN)/python -m pytest --nbval-lax $(NB_PARALLEL) -p no:cacheprovider notebooks/; rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "no notebooks collected"; rc=0; fi; exit $$rc
+	MINIVIT_SMOKE=1 $(BIN)/python benchmarks/gpu_check.py --lax --out gpu-check-smoke --replace --limit-min 40
 
 test: unit notebooks smoke
+
+# The GPU check (docs/gpu.md): every notebook alone, in number order (04 trains what 05 and 06 load), strict, under the
+# full profile, with a report (per notebook and per cell: outcome and seconds; each failing cell's report) written as
+# it goes to gpu-check/ (--out), and a clean stop before a wall-clock limit (--limit-min).
+GPU_CHECK_ARGS ?=
+gpu-check: install data
+	$(BIN)/python benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
 
 bench: install data
 	$(BIN)/python benchmarks/throughput.py

@@ -15,13 +15,21 @@ set). They go through `claim`, which prints the statistic beside the claim and r
 Write the claim the paper makes, at a strength the run is sized to detect -- not what the last run showed. In a
 smoke run (`MINIVIT_SMOKE=1`, `minivit.smoke`) the models train on a sliver of the data, so a claim is printed
 and marked "not checked" instead of raising.
+
+Where the environment variable MINIVIT_CLAIMS_LOG names a file, every claim also appends one JSON line to it (the
+claim, its statistic, bounds, profile and whether it held), so a run whose outputs are not kept -- the GPU check,
+benchmarks/gpu_check.py -- still returns every statistic, not only the failures.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
 
 __all__ = ["ClaimError", "claim"]
+
+LOG_VAR = "MINIVIT_CLAIMS_LOG"  # environment variable: a file each claim appends its JSON line to
 
 
 class ClaimError(AssertionError):
@@ -53,7 +61,14 @@ def claim(what: str, value: float, *, above: float | None = None, below: float |
     bounds += [f"< {_fmt(below)}"] if below is not None else []
     held = (not math.isnan(value) and (above is None or value > above) and (below is None or value < below))
     line = f"{what}: {_fmt(value)} (claim: {' and '.join(bounds)})"
-    if getattr(profile, "smoke", False):
+    smoke = bool(getattr(profile, "smoke", False))
+    if os.environ.get(LOG_VAR):
+        record = {"claim": what, "value": None if math.isnan(value) else value,
+                  "above": above if above is None else float(above), "below": below if below is None else float(below),
+                  "held": held, "profile": profile.name, "checked": not smoke}
+        with open(os.environ[LOG_VAR], "a") as f:
+            f.write(json.dumps(record) + "\n")
+    if smoke:
         print(f"· not checked (smoke run) {line}")
         return held
     print(f"{'✓' if held else '✗'} {line}  [{profile.name}]")

@@ -1,5 +1,6 @@
 """minivit.claims.claim: prints the statistic beside the claim, raises when it fails, only prints in a smoke run."""
 
+import json
 import math
 
 import pytest
@@ -57,3 +58,22 @@ def test_default_profile_follows_the_environment(monkeypatch, capsys):
     monkeypatch.setenv("MINIVIT_SMOKE", "1")
     assert claim("x", 0.0, above=1.0) is False
     assert "not checked" in capsys.readouterr().out
+
+
+def test_every_claim_is_logged_where_asked(tmp_path, monkeypatch, capsys):
+    log = tmp_path / "claims.jsonl"
+    claim("held", 5.0, above=3, profile=FULL)  # no log asked for: no file
+    assert not log.exists()
+    monkeypatch.setenv("MINIVIT_CLAIMS_LOG", str(log))
+    claim("the CNN beats the ViT (McNemar z)", torch.tensor(5.5), above=3, profile=FULL)
+    with pytest.raises(ClaimError):
+        claim("accuracy", 0.3, above=0.5, below=0.9, profile=QUICK)  # logged before it raises
+    claim("loss", math.nan, below=1, profile=SMOKE)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert lines == [
+        {"claim": "the CNN beats the ViT (McNemar z)", "value": 5.5, "above": 3.0, "below": None, "held": True,
+         "profile": "full", "checked": True},
+        {"claim": "accuracy", "value": 0.3, "above": 0.5, "below": 0.9, "held": False, "profile": "quick",
+         "checked": True},
+        {"claim": "loss", "value": None, "above": None, "below": 1.0, "held": False, "profile": "full",
+         "checked": False}]
