@@ -45,11 +45,11 @@ FULL_MIN_CAPABILITY = (8, 0)  # CUDA compute capability of bf16 tensor cores (Am
 # GPU but one H100 (SXM, "NVIDIA H100 80GB HBM3", 16 host cores). Its minutes there, all ten notebooks and the
 # longest (04), are themselves estimated, by `benchmarks/full_profile_plan.py` (calibrated on the H100 runs of 04, 05
 # and 06 measured on 2026-11-27; docs/results.md): (calibrated figures, a pessimistic host).
-H100_FULL_MIN = {"all ten notebooks": (15.0, 17.2), "the longest": (2.9, 3.4)}
+H100_FULL_MIN = {"all ten notebooks": (13.4, 15.8), "the longest": (3.0, 3.5)}
 # The share of those H100 minutes that is GPU work (FLOPs at the sustained rate, RandAugment's pixels, evaluation),
-# in the same plan: all ten 0.15, 04 0.26. The rest (per-step launch overhead, kernel start, data decode) runs on the
+# in the same plan: all ten 0.18, 04 0.31. The rest (per-step launch overhead, kernel start, data decode) runs on the
 # host and need not slow down on a slower GPU.
-GPU_BOUND_SHARE = {"all ten notebooks": 0.15, "the longest": 0.26}
+GPU_BOUND_SHARE = {"all ten notebooks": 0.18, "the longest": 0.31}
 FULL_BUDGET_NOTEBOOK_MIN = 10.0  # the course's goal for one notebook on a student's GPU (benchmarks/t4_estimate.py)
 REFERENCE_GPU = "H100"  # the class the full profile was timed on
 

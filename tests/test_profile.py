@@ -46,7 +46,7 @@ H100, A100, L4, T4 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB", "NVIDIA L
     ((9, 0), 7, H100, "quick", "7 CPU cores < 8"),
     ((8, 0), 12, A100, "quick", "estimated at up to 11 min, over the 10-minute goal"),  # Colab's A100
     ((8, 9), 2, L4, "quick", "2 CPU cores < 8 (the full profile is timed only on 16-core hosts) and its longest "
-                             "full-profile notebook is estimated at up to 38 min"),  # an L4 on a small machine
+                             "full-profile notebook is estimated at up to 39 min"),  # an L4 on a small machine
     ((7, 5), 2, T4, "quick", "compute capability 7.5 < 8.0 (no bf16 tensor cores) and 2 CPU cores < 8"),  # Colab T4
     ((7, 5), 32, T4, "quick", "compute capability 7.5 < 8.0"),  # a T4 on a big machine
     ((8, 9), 32, "NVIDIA GeForce RTX 4090", "quick", "its full-profile time is unknown"),
@@ -70,9 +70,9 @@ def test_the_h100_line_has_no_estimate_and_keeps_its_wording(monkeypatch):
 
 
 @pytest.mark.parametrize("gpu, capability, cores, minutes", [
-    (A100, (8, 0), 12, "20-55 min for all ten notebooks, 4.5-11 min the longest (its GPU work 3.2x an H100's"),
-    (L4, (8, 9), 12, "38-192 min for all ten notebooks, 11-38 min the longest (its GPU work 11.2x an H100's"),
-    (T4, (7, 5), 2, "47-262 min for all ten notebooks, 14-52 min the longest (its GPU work 15.2x an H100's"),
+    (A100, (8, 0), 12, "19-50 min for all ten notebooks, 5.0-11 min the longest (its GPU work 3.2x an H100's"),
+    (L4, (8, 9), 12, "38-176 min for all ten notebooks, 12-39 min the longest (its GPU work 11.2x an H100's"),
+    (T4, (7, 5), 2, "48-241 min for all ten notebooks, 16-53 min the longest (its GPU work 15.2x an H100's"),
 ])
 def test_other_gpus_print_the_estimate_and_how_to_choose_full(monkeypatch, gpu, capability, cores, minutes):
     _machine(monkeypatch, capability, cores, gpu)
@@ -83,10 +83,10 @@ def test_other_gpus_print_the_estimate_and_how_to_choose_full(monkeypatch, gpu, 
 
 
 def test_a_gpu_estimated_within_the_goal_gets_full_and_says_how_to_choose_quick(monkeypatch):
-    _machine(monkeypatch, (9, 0), 16, "NVIDIA H100 PCIe")  # 1.7x the SXM's GPU time: 5.7 min the longest at most
+    _machine(monkeypatch, (9, 0), 16, "NVIDIA H100 PCIe")  # 1.7x the SXM's GPU time: 5.9 min the longest at most
     profile = get_profile()
     assert profile.name == "full"
-    assert "full profile on this H100 PCIe estimated at 17-29 min for all ten notebooks" in str(profile)
+    assert "full profile on this H100 PCIe estimated at 15-26 min for all ten notebooks" in str(profile)
     assert str(profile).endswith("; MINIVIT_PROFILE=quick chooses the quick profile")
 
 
@@ -102,7 +102,7 @@ def test_forcing_the_profile_on_another_gpu_still_prints_the_estimate(monkeypatc
     _machine(monkeypatch, (8, 9), 12, L4)
     monkeypatch.setenv(ENV_VAR, "full")
     line = str(get_profile())
-    assert "chosen by MINIVIT_PROFILE=full; full profile on this L4 estimated at 38-192 min" in line
+    assert "chosen by MINIVIT_PROFILE=full; full profile on this L4 estimated at 38-176 min" in line
     _machine(monkeypatch, (9, 0), 16, H100)
     monkeypatch.setenv(ENV_VAR, "quick")
     assert str(get_profile()).endswith("; chosen by MINIVIT_PROFILE=quick")  # the H100: nothing estimated
