@@ -2,8 +2,9 @@
 3.12 (this machine's Python where no 3.12 is found), then its commands run as the page writes them, in a fresh
 virtual environment, with pip barred from every index (--no-index in install.sh, PIP_NO_INDEX=1, no pip
 configuration) and every proxy variable pointing at a closed local port, so that downloads through Python's HTTP
-clients fail: `sh install.sh`, then every test module collected (each imports what it needs) and notebooks 00 and 04
-passed with `pytest --nbval` on the CPU, their data sets found only in the kit.
+clients fail: `sh install.sh`, then every test module collected (each imports what it needs), notebooks 00 and 04
+passed with `pytest --nbval` on the CPU, their data sets found only in the kit, and the GPU check's command
+(`benchmarks/gpu_check.py`) run on 00 in the smoke run.
 
 The kit is made once per session in a temporary folder. It needs the package index (and this checkout's data/
 with the three data sets, which are otherwise downloaded from their official sources); without them the test is
@@ -102,3 +103,9 @@ def test_the_kits_commands_install_offline_and_pass_notebooks_00_and_04(offline_
     assert done.returncode == 0, out[-5000:]
     assert " passed" in out and " failed" not in out and "00_start_here.ipynb" in out and "04_training_a_vit" in out
     print("\n".join(done.stdout.splitlines()[-5:]))  # notebooks/conftest.py's time per notebook
+    # the GPU check's command as docs/gpu.md gives it for a kit (here on the CPU, its smoke run of 00)
+    report = kit / "gpu-check-report"
+    done = run([".venv/bin/python", "benchmarks/gpu_check.py", "--lax", "--out", str(report), "00"], kit / "course",
+               {**env, "MINIVIT_SMOKE": "1"})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "# GPU check: 1 of 1 notebooks passed" in (report / "report.md").read_text()
