@@ -44,9 +44,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CLAIMS_LOG_VAR = "MINIVIT_CLAIMS_LOG"  # minivit.claims.LOG_VAR (not imported: this file is also a pytest plugin)
 CELLS_VAR = "MINIVIT_GPU_CHECK_CELLS"  # the plugin appends each cell's record to the file this names
-NOTEBOOK_VAR = "MINIVIT_GPU_CHECK_NOTEBOOK"  # ... under the name of the notebook this names
 POLL_S = 1.0  # how often the runner reads the cells' file and rewrites the report
 
 
@@ -58,8 +56,8 @@ def pytest_runtest_logreport(report):
     kernel_start = report.when == "setup" and report.duration > 1  # the notebook's first cell starts its kernel
     if not target or not (report.when == "call" or report.failed or kernel_start):
         return
-    line = {"notebook": os.environ.get(NOTEBOOK_VAR), "cell": report.nodeid.rpartition("::")[2], "when": report.when,
-            "outcome": report.outcome, "seconds": round(report.duration, 3)}
+    line = {"cell": report.nodeid.rpartition("::")[2], "when": report.when, "outcome": report.outcome,
+            "seconds": round(report.duration, 3)}
     if report.failed:
         line["report"] = re.sub(r"\x1b\[[0-9;]*m", "", report.longreprtext)[-4000:]  # without terminal colours
     with open(target, "a") as f:
@@ -146,22 +144,23 @@ def write(out: Path, report: dict) -> None:
 
 def run(paths: list[Path], out: Path, limit_s: float, margin_s: float, profile: str, lax: bool) -> dict:
     """Run `paths` one at a time, writing the report into `out` as it goes; returns the report."""
+    from minivit import smoke
+    from minivit.claims import LOG_VAR
     start = time.monotonic()
     cells_file, claims_file, log = out / "cells.jsonl", out / "claims.jsonl", open(out / "log.txt", "w")
     cells_file.write_text("")
     claims_file.write_text("")
-    env = {**os.environ, "MINIVIT_PROFILE": profile, CELLS_VAR: str(cells_file), CLAIMS_LOG_VAR: str(claims_file),
+    env = {**os.environ, "MINIVIT_PROFILE": profile, CELLS_VAR: str(cells_file), LOG_VAR: str(claims_file),
            "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parent), str(ROOT),
                                                        os.environ.get("PYTHONPATH")]))}
-    from minivit import smoke
     report = {"format": "minivit-gpu-check/1", "machine": machine(), "profile": profile, "smoke": smoke.active(),
               "lax": lax, "limit_s": limit_s, "started": datetime.datetime.now().isoformat(timespec="seconds"),
               "state": "running", "elapsed_s": 0.0,
               "notebooks": [{"notebook": p.name, "status": "not run", "seconds": 0.0, "cells": [], "claims": []}
                             for p in paths]}
     seen = {"cells": 0, "claims": 0}
-    current = {"row": None}  # the notebook running: its kernel wrote the claims read now
+    current = {"row": None}  # the notebook running: the cells and claims read now are its own
 
     def new_lines(path: Path, key: str) -> list[dict]:  # whole lines only: the last may be being written
         lines = path.read_text().split("\n")[:-1]
@@ -169,11 +168,10 @@ def run(paths: list[Path], out: Path, limit_s: float, margin_s: float, profile: 
         return [json.loads(line) for line in fresh]
 
     def collect() -> None:  # the new cells and claims into their notebooks' rows, then the report rewritten
-        for cell in new_lines(cells_file, "cells"):
-            name = cell.pop("notebook")
-            next(r for r in report["notebooks"] if r["notebook"] == name)["cells"].append(cell)
-        for record in new_lines(claims_file, "claims"):
-            current["row"]["claims"].append(record)
+        cells, claims = new_lines(cells_file, "cells"), new_lines(claims_file, "claims")
+        if current["row"] is not None:  # none yet when the limit came before the first notebook
+            current["row"]["cells"] += cells
+            current["row"]["claims"] += claims
         report["elapsed_s"] = round(time.monotonic() - start, 1)
         write(out, report)
 
@@ -187,7 +185,7 @@ def run(paths: list[Path], out: Path, limit_s: float, margin_s: float, profile: 
                "-p", "no:cacheprovider", "-q", str(path)]
         log.write(f"$ {' '.join(cmd[2:])}\n")
         log.flush()
-        proc = subprocess.Popen(cmd, cwd=ROOT, env={**env, NOTEBOOK_VAR: path.name}, stdout=log,
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)  # a process group: the kernel too
         try:
             while proc.poll() is None:

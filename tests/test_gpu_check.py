@@ -82,10 +82,11 @@ def test_a_failure_is_reported_and_the_run_stops_cleanly_at_its_limit(tmp_path, 
                        "claim('a statistic the report keeps', 2.5, above=1)",
                        "assert x == 2, 'a claim that no longer holds'",
                        "print('the cells after a failure still run (lax)')")
-    slow = notebook(tmp_path / "slow.ipynb", "import time\ntime.sleep(3600)  # marker-7f3a")
+    slow = notebook(tmp_path / "slow.ipynb", "import time\ntime.sleep(3600)")
     out = tmp_path / "report"
     proc = subprocess.Popen([sys.executable, str(SCRIPT), "--out", str(out), "--lax", "--limit-min", "0.75",
-                             "--margin-s", "5", str(failing), str(slow), "00"], env=env, cwd=ROOT,
+                             "--margin-s", "5", str(failing), str(slow), "00"], cwd=ROOT,
+                            env={**env, "GPU_CHECK_TEST": str(out)},  # a mark every process it starts inherits
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seen_running = None  # the report as written while slow.ipynb runs: the failure is in it already
     while proc.poll() is None:
@@ -107,11 +108,11 @@ def test_a_failure_is_reported_and_the_run_stops_cleanly_at_its_limit(tmp_path, 
     assert [(c["claim"], c["value"]) for c in report["notebooks"][0]["claims"]] == [("a statistic the report keeps",
                                                                                     2.5)]
     assert "## failing.ipynb, Cell 1 (call): failed" in (out / "report.md").read_text()
-    assert not running_with("MINIVIT_GPU_CHECK_NOTEBOOK=slow.ipynb"), "the stopped notebook's processes run on"
+    assert not running_with(f"GPU_CHECK_TEST={out}"), "the stopped notebook's processes run on"  # the runner's ended
 
 
 def running_with(variable: str) -> list[int]:
-    """The processes whose environment holds `variable` (pytest and the kernel it started, for a notebook)."""
+    """The processes whose environment holds `variable` (inherited by pytest and the kernels it starts)."""
     found = []
     for environ in Path("/proc").glob("[0-9]*/environ"):
         try:
