@@ -16,10 +16,12 @@ and accuracies differ slightly from the official binary release that torchvision
 
 Data root (where files and caches live): the `root` argument, else env MINIVIT_DATA, else the
 repository's `data/` folder when it exists (source checkout / editable install), else ~/.cache/minivit.
-Sources, tried in order: the offline copies linked into the root by `python -m minivit.data prepare`
-(from `--source DIR`, env MINIVIT_SHARED_DATASETS or <repo>/../shared/datasets), files in
-torchvision's own layout, then a download of the official files. The first load decodes and
-writes <root>/cache/<name>-<split>.pt (atomic); later loads read that cache in about a second.
+Sources, tried in order: the course's offline copies in the root (linked by `python -m minivit.data prepare` from
+`--source DIR`, env MINIVIT_SHARED_DATASETS or <repo>/../shared/datasets), files in torchvision's own layout,
+the course's published archives (`minivit.sources`: fetched, SHA-256 checked, when its URL is set and answers),
+then a download of the official files (other pixels than the course's copy, with a warning). `download=False`
+fetches nothing. The first load decodes and writes <root>/cache/<name>-<split>.pt (atomic), which records where
+the pixels came from (`origin`); later loads read that cache in about a second.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import smoke
+from . import smoke, sources
 from .augment import POLICIES, Augment, make_augment, random_crop, random_flip  # noqa: F401  (re-exported)
 from .checkpoint import atomic_save
 
@@ -60,6 +62,8 @@ OFFLINE_FILES = {"cifar10": ("cifar10-jpeg.tar.gz",),
                  "fashion-mnist": tuple(f"fashion-mnist/{s}-{k}-idx{d}-ubyte.gz" for s in ("train", "t10k")
                                         for k, d in (("images", 3), ("labels", 1)))}
 _FMNIST_PREFIX = {"train": "train", "test": "t10k"}
+LOCAL_LAYOUT = {"cifar10": ("cifar-10-batches-py",), "fashion-mnist": ("FashionMNIST/raw",),
+                "imagenette": ("imagenette2-160.tgz",)}  # files of the data set's own source, already in the root
 
 
 @dataclass(frozen=True, eq=False)
@@ -145,17 +149,32 @@ def availability(name: str, root=None, source=None) -> str | None:
     root, src = data_root(root), shared_source(source)
     if all((root / "cache" / f"{name}-{split}.pt").exists() for split in SPLITS):
         return "cached"
-    if name == "fashion-mnist":
-        def has(folder):
-            return all((folder / f).exists() for f in OFFLINE_FILES[name])
-    else:
-        def has(folder):
-            return any((folder / f).exists() for f in OFFLINE_FILES[name])
-    if has(root):
+    if _has_offline(name, root):
         return "prepared"
     if src.is_dir():
-        return "linkable" if has(src) else None
+        return "linkable" if _has_offline(name, src) else None
     return "download"
+
+
+def _has_offline(name: str, folder: Path) -> bool:
+    """Whether `folder` holds an offline copy of `name` (Fashion-MNIST: all four files)."""
+    return (all if name == "fashion-mnist" else any)((folder / f).exists() for f in OFFLINE_FILES[name])
+
+
+def origin(name: str, root=None, split: str | None = None) -> str | None:
+    """Where the cached pixels of `name` came from: "course" (the course's archives, linked or fetched, size and
+    SHA-256 checked), "official" (downloaded from torchvision's or fast.ai's servers), "local" (files that were in
+    the root already: torchvision's layout, fast.ai's archive, or an archive that is not the course's by its
+    checksum); "unknown" for a cache written before origins were recorded; None when not cached. Without
+    `split`, the origin of the cached splits ("mixed" when they differ)."""
+    found = set()
+    for s in (_check_name_split(name, split),) if split else SPLITS:
+        try:  # mmap: reads the small entries, not the images
+            found.add(torch.load(data_root(root) / "cache" / f"{name}-{s}.pt", weights_only=True, mmap=True)
+                      .get("origin", "unknown"))
+        except Exception:  # not cached, or unusable (the next load rebuilds it)
+            pass
+    return None if not found else found.pop() if len(found) == 1 else "mixed"
 
 
 def _check_name_split(name, split):
@@ -196,11 +215,16 @@ def _load_whole(name: str, split: str, root=None, download: bool = True) -> Imag
                 return _validated(ImageDataset(d["images"], d["labels"], tuple(d["classes"]), name, split))
         except Exception as e:  # unreadable, truncated, wrong keys/shapes/dtypes
             warnings.warn(f"cache {cache} is unusable ({type(e).__name__}: {e}); rebuilding it from the source")
-    images, labels, classes = _build(name, split, root, download)
+    images, labels, classes, came_from = _build(name, split, root, download)
+    source = next((f for f in OFFLINE_FILES[name] if (root / f).exists()), None)  # fetched since
+    if came_from != "course" and name not in sources.SAME_AS_OFFICIAL:
+        warnings.warn(f"minivit: {name} {split} is decoded from {'the official' if came_from == 'official' else 'local'}"
+                      " files: other pixels than the course's copy; stored outputs and zoo records were made on the "
+                      "course's copy", stacklevel=3)
     order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(ORDER_SEED))  # (N,)
     ds = _validated(ImageDataset(images[order], labels[order], tuple(classes), name, split))
     try:
-        atomic_save({"format": CACHE_FORMAT, "source": source, "images": ds.images, "labels": ds.labels,
+        atomic_save({"format": CACHE_FORMAT, "source": source, "origin": came_from, "images": ds.images, "labels": ds.labels,
                      "classes": list(ds.classes)}, cache)
     except OSError as e:
         warnings.warn(f"could not write cache {cache} ({e}); the next load decodes again")
@@ -212,6 +236,8 @@ def _stale(cache: dict, name: str, source: str | None) -> bool:
     older versions name no source; of the data sets, only Imagenette had another copy then, its JPEG one."""
     if source is None:
         return False
+    if "origin" in cache:  # names its source exactly (None: not an offline copy, e.g. official files read before)
+        return cache.get("source") != source
     return (cache.get("source") or ("imagenette-128.tar.gz" if name == "imagenette" else source)) != source
 
 
@@ -224,25 +250,33 @@ def _validated(ds: ImageDataset) -> ImageDataset:
 
 
 def _build(name, split, root: Path, download: bool):
-    """Decode one split from the first source found -> (uint8 (N, C, H, W), int64 (N,), class names)."""
+    """Decode one split from the first source found -> (uint8 (N, C, H, W), int64 (N,), class names, origin)."""
+    course = None  # why the course's archive was not fetched, if it was tried
+    if download and not any((root / f).exists() for f in OFFLINE_FILES[name] + LOCAL_LAYOUT[name]):
+        course = _fetch_course(name, root)
+        if course:
+            warnings.warn(str(course), stacklevel=4)
     if name == "cifar10":
         if (root / "cifar10-jpeg.tar.gz").exists():
-            return _decode_tar(root / "cifar10-jpeg.tar.gz", "cifar10", split, None, SHAPES[name])
+            return (*_decode_tar(root / "cifar10-jpeg.tar.gz", "cifar10", split, None, SHAPES[name]),
+                    _course_or_local(root, ["cifar10-jpeg.tar.gz"]))
         looked = [root / "cifar10-jpeg.tar.gz", root / "cifar-10-batches-py"]
     elif name == "imagenette":
         tsv, tv_split = None, {"train": "train", "test": "val"}[split]
         for f in OFFLINE_FILES[name]:
             if (root / f).exists():
-                return _decode_tar(root / f, "imagenette-128", tv_split, "classes.tsv", SHAPES[name])
+                return (*_decode_tar(root / f, "imagenette-128", tv_split, "classes.tsv", SHAPES[name]),
+                        _course_or_local(root, [f]))
         official = root / "imagenette2-160.tgz"
-        looked = [root / f for f in OFFLINE_FILES[name]] + [official]
+        looked, came_from = [root / f for f in OFFLINE_FILES[name]] + [official], "local"
         if not official.exists() and download:
             try:
                 _download(IMAGENETTE_URL, official)
+                came_from = "official"
             except Exception as e:
-                raise _not_found(name, split, root, looked, f"download of {IMAGENETTE_URL} failed: {e}") from e
+                raise _not_found(name, split, root, looked, _and(course, f"download of {IMAGENETTE_URL} failed: {e}")) from e
         if official.exists():
-            return _decode_tar(official, "imagenette2-160", tv_split, tsv, SHAPES[name])
+            return (*_decode_tar(official, "imagenette2-160", tv_split, tsv, SHAPES[name]), came_from)
         raise _not_found(name, split, root, looked, "downloading is disabled (download=False)")
     else:
         p = _FMNIST_PREFIX[split]
@@ -251,19 +285,41 @@ def _build(name, split, root: Path, download: bool):
                 x, y = folder / f"{p}-images-idx3-ubyte{ext}", folder / f"{p}-labels-idx1-ubyte{ext}"
                 if x.exists() and y.exists():
                     images = torch.from_numpy(_read_idx(x)).unsqueeze(1)  # (N, 1, 28, 28)
-                    return images, torch.from_numpy(_read_idx(y).astype(np.int64)), FASHION_CLASSES
+                    return (images, torch.from_numpy(_read_idx(y).astype(np.int64)), FASHION_CLASSES,
+                            _course_or_local(root, [x.relative_to(root).as_posix(), y.relative_to(root).as_posix()]))
         looked = [root / "fashion-mnist", root / "FashionMNIST" / "raw"]
     # cifar10 / fashion-mnist: torchvision's own layout, or its download
     import torchvision.datasets as tvd
     cls = tvd.CIFAR10 if name == "cifar10" else tvd.FashionMNIST
+    came_from = "local" if any((root / f).exists() for f in LOCAL_LAYOUT[name]) else "official"
     try:
         ds = cls(str(root), train=split == "train", download=download)
     except Exception as e:
-        why = f"torchvision download failed: {e}" if download else "downloading is disabled (download=False)"
+        why = _and(course, f"torchvision download failed: {e}") if download else "downloading is disabled (download=False)"
         raise _not_found(name, split, root, looked, why) from e
     images = torch.as_tensor(np.asarray(ds.data))
     images = images.permute(0, 3, 1, 2) if name == "cifar10" else images.unsqueeze(1)  # (N, C, H, W)
-    return images.contiguous(), torch.as_tensor(ds.targets, dtype=torch.int64), FASHION_CLASSES if name != "cifar10" else ds.classes
+    return (images.contiguous(), torch.as_tensor(ds.targets, dtype=torch.int64),
+            FASHION_CLASSES if name != "cifar10" else ds.classes, came_from)
+
+
+def _fetch_course(name: str, root: Path) -> "sources.FetchError | None":
+    """Fetch the course's published archives of `name` missing from `root`; None when done, else why not."""
+    try:
+        for rel in (f for f in OFFLINE_FILES[name] if f in sources.PUBLISHED and not (root / f).exists()):
+            sources.fetch(rel, root)
+    except sources.FetchError as e:
+        return e
+    return None
+
+
+def _course_or_local(root: Path, files) -> str:
+    """ "course" when every one of `files` (relative to `root`) is the course's copy by size and SHA-256, else "local"."""
+    return "course" if all(sources.is_course_copy(root / f, f) for f in files) else "local"
+
+
+def _and(course, why: str) -> str:
+    return f"the course's archive was not fetched ({course}), and the {why}" if course else why
 
 
 def _not_found(name, split, root, looked, why) -> FileNotFoundError:
@@ -449,8 +505,9 @@ def _sha256(path: Path) -> str:
 
 
 def prepare(names=None, root=None, source=None, copy=False, decode=False) -> int:
-    """Link (or copy) the offline copies of `names` from `source` into the data root; 0 on success."""
-    root, src, status = data_root(root), shared_source(source), 0
+    """Link (or copy) the offline copies of `names` from `source` into the data root; fetch the course's archives
+    (`minivit.sources`) of those the shared folder lacks; 0 on success (also when they are left to download)."""
+    root, src, status, url = data_root(root), shared_source(source), 0, sources.base_url()
     names = names or list(SHAPES)
     for n in names:
         _check_name_split(n, "train")
@@ -458,14 +515,17 @@ def prepare(names=None, root=None, source=None, copy=False, decode=False) -> int
     if (src / "SHA256SUMS").exists():
         sums = dict(line.split()[::-1] for line in (src / "SHA256SUMS").read_text().splitlines() if line.strip())
     if not src.is_dir():
-        print(f"minivit.data: no offline copies at {src}; data sets will be downloaded on first use (needs internet).")
+        print(f"minivit.data: no offline copies at {src}; " + (f"fetching the course's archives from {url}" if url else
+              "data sets will be downloaded on first use (needs internet)."))
+    if url is None and not all(_has_offline(n, src) or _has_offline(n, root) for n in names):
+        print(sources.not_published())
     for n in names:
         for rel in OFFLINE_FILES[n] if src.is_dir() else ():
             s, d = src / rel, root / rel
             if d.exists():  # follows links: a dangling link counts as missing
                 print(f"  {n}: {d} ok (already present)"); continue
             if not s.exists():
-                print(f"  {n}: {s} missing; {n} will be downloaded on first use"); continue
+                print(f"  {n}: {s} missing"); continue
             if rel in sums and _sha256(s) != sums[rel]:
                 print(f"  {n}: {s} FAILS its SHA256 check; not linked", file=sys.stderr); status = 1; continue
             d.parent.mkdir(parents=True, exist_ok=True)
@@ -476,10 +536,25 @@ def prepare(names=None, root=None, source=None, copy=False, decode=False) -> int
             else:
                 d.symlink_to(s.resolve())
             print(f"  {n}: {'copied' if copy else 'linked'} {s} -> {d}")
+        if not _has_offline(n, root):  # not in the shared folder: the course's archive, else the official files
+            status |= _prepare_course(n, root, url)
         if decode and status == 0:
             for split in SPLITS:
                 print(f"  {n}: {load_dataset(n, split, root)}")
     return status
+
+
+def _prepare_course(name: str, root: Path, url: str | None) -> int:
+    """Fetch the course's archives of `name` (when `url` is set) and say which copy `name` will use; 1 if refused."""
+    e = _fetch_course(name, root) if url else None
+    if url and e is None:
+        print(f"  {name}: fetched the course's copy from {url} into {root} (size and SHA-256 checked)")
+        return 0
+    if e is not None:
+        print(f"  {name}: {e}", file=sys.stderr if e.kind == "refused" else sys.stdout)
+    pixels = "" if name in sources.SAME_AS_OFFICIAL else " (other pixels than the course's copy)"
+    print(f"  {name}: the official files will be downloaded on first use{pixels}")
+    return int(e is not None and e.kind == "refused")
 
 
 def main(argv=None) -> int:
