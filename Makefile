@@ -1,4 +1,5 @@
-# minivit: `make lab` opens the course, `make test` runs every test.
+# minivit: `make lab` opens the course, `make test` checks an install: the unit tests (not the integration ones),
+# then every notebook. `make integration` and `make smoke` run the rest; .ci/run (CI) runs all three.
 # Both create .venv, install minivit with its [dev] tools and prepare the data on first use.
 PYTHON ?= python3
 VENV ?= .venv
@@ -11,11 +12,15 @@ TORCH_VARIANT ?= auto
 # Run as root (containers), JupyterLab needs --allow-root.
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help install data lab test unit notebooks smoke gpu-check bench offline-kit gpu-bundle site assignments kit-folder clean
+.PHONY: help install data lab test unit integration notebooks smoke gpu-check bench offline-kit gpu-bundle site assignments kit-folder clean
 
 help:
 	@echo "make lab        open the course notebooks in JupyterLab (sets everything up first)"
-	@echo "make test       run the unit tests, every notebook (pytest --nbval notebooks/) and the full-profile smoke"
+	@echo "make test       check an install: make unit, then make notebooks"
+	@echo "make unit       the unit tests, without the integration ones (pytest -m \"not integration\" tests/)"
+	@echo "make notebooks  every notebook, its outputs compared (pytest --nbval notebooks/)"
+	@echo "make integration  the heavy integration tests: browsers (site, Formgrader), the offline kit, nbgrader"
+	@echo "                  on whole assignments, notebooks end to end (pytest -m integration tests/)"
 	@echo "make smoke      the full profile's code paths on this machine, a sliver of the work (minivit.smoke)"
 	@echo "make install    create $(VENV) and install minivit[dev]"
 	@echo "make data       link the offline data sets into data/ (or note they will download)"
@@ -43,8 +48,16 @@ data: install
 lab: install data
 	$(BIN)/jupyter lab $(LAB_FLAGS) notebooks/
 
+# -rs: a skipped test is listed with its reason (a student sees what did not run, and why). Plain `pytest tests/`
+# runs every test, the integration ones too.
+PYTEST_FLAGS ?= -rs
 unit: install data
-	$(BIN)/python -m pytest tests/
+	$(BIN)/python -m pytest $(PYTEST_FLAGS) -m "not integration" tests/
+
+# The tests marked integration (pytestmark = pytest.mark.integration): Chromium on the site and the Formgrader, the
+# offline kit, nbgrader on whole assignments, notebooks run end to end (the GPU check's runner, the CUDA stand-in).
+integration: install data
+	$(BIN)/python -m pytest $(PYTEST_FLAGS) -m integration tests/
 
 # Notebooks run two at a time on a machine without a CUDA GPU (NB_JOBS=2: two lanes, see notebooks/conftest.py),
 # one at a time on a GPU (the full profile's budgets are per notebook on one GPU) or with NB_JOBS=1.
@@ -55,7 +68,7 @@ NB_PARALLEL = $(if $(filter-out 0 1,$(NB_JOBS)),-n $(NB_JOBS) --dist loadscope,)
 # A cell still running after NB_CELL_TIMEOUT seconds fails with its traceback (the longest cell takes a few minutes).
 NB_CELL_TIMEOUT ?= 1200
 notebooks: install data
-	$(BIN)/python -m pytest --nbval --nbval-cell-timeout=$(NB_CELL_TIMEOUT) $(NB_PARALLEL) notebooks/; rc=$$?; \
+	$(BIN)/python -m pytest $(PYTEST_FLAGS) --nbval --nbval-cell-timeout=$(NB_CELL_TIMEOUT) $(NB_PARALLEL) notebooks/; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "no notebooks collected"; rc=0; fi; exit $$rc
 
 # The full profile's code paths (presets, recipes, batched RandAugment, MixUp/CutMix) with a sliver of the work, so
@@ -65,7 +78,8 @@ notebooks: install data
 smoke: install data
 	MINIVIT_SMOKE=1 $(BIN)/python benchmarks/gpu_check.py --lax --out gpu-check-smoke --replace --limit-min 40
 
-test: unit notebooks smoke
+# What README gives a student to check an install; CI (.ci/run) runs it, then integration and smoke.
+test: unit notebooks
 
 # The GPU check (docs/gpu.md): every notebook alone, in number order (04 trains what 05 and 06 load), strict, under the
 # full profile, with a report (per notebook and per cell: outcome and seconds; each failing cell's report) written as

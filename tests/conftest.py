@@ -17,6 +17,16 @@ from minivit.vit import ViT  # noqa: E402
 TINY = ViTConfig(image_size=8, patch_size=4, in_channels=3, num_classes=3, dim=16, depth=1, heads=2, mlp_dim=32)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """A browser test whose browser or tools are missing, under MINIVIT_REQUIRE_BROWSER=1, fails here, before its
+    fixtures run (tests/browser.py decides; without that variable the test is skipped, saying why)."""
+    from tests.browser import MARK
+    mark = item.get_closest_marker(MARK)
+    if mark is not None:
+        pytest.fail(mark.kwargs["reason"], pytrace=False)
+
+
 @pytest.fixture(autouse=True)
 def _close_figures():
     """Close every figure a test opened (the minivit.viz tests draw many)."""

@@ -51,7 +51,9 @@ ASSIGNMENTS = [
     pytest.param("c_inspecting_vit", marks=NEEDS_CIFAR10),
 ]
 
-pytestmark = pytest.mark.skipif(not HAVE_NBGRADER, reason="nbgrader is not installed (pip install -e '.[dev]')")
+# An integration test (`make integration`; `make unit` leaves it out): nbgrader on whole assignments.
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not HAVE_NBGRADER, reason="nbgrader is not installed (pip install -e '.[dev]')")]
 
 
 def test_every_assignment_is_tested():

@@ -16,10 +16,10 @@ opens it, typeset its equations with nothing from another host.
 
 Skipped, saying why, where nbgrader, its MathJax packages (jupyter-server-mathjax, django-static-mathjax),
 Playwright or a system Chromium are missing ([dev] installs the packages; Playwright drives the machine's Chromium
-and downloads no browser: set MINIVIT_CHROMIUM to its path if it is not `chromium` on PATH).
+and downloads no browser: set MINIVIT_CHROMIUM to its path if it is not `chromium` on PATH); with
+MINIVIT_REQUIRE_BROWSER=1 (CI) it fails instead (tests/browser.py). An integration test (`make integration`).
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -32,24 +32,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks
+
 ROOT = Path(__file__).resolve().parents[1]
 KIT = ROOT / "assignments"
 NAME = "a_patches_and_attention"  # assignment A: the fastest to autograde
 STUDENT = "offline"
 WRITTEN = "written_answer"  # the grade id of A's written answer, graded by hand
 TOOLS = ("nbgrader", "jupyter_server", "jupyter_server_mathjax", "mathjax", "playwright")
-MISSING = [name for name in TOOLS if importlib.util.find_spec(name) is None]
-CHROMIUM = os.environ.get("MINIVIT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-# As root in a container, without the sandbox; no background traffic (the machine may have no network).
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
-                 "--disable-background-networking", "--disable-component-update"]
 
-pytestmark = [
-    pytest.mark.skipif(bool(MISSING), reason=f"the grading tools are not installed ({', '.join(MISSING)}): "
-                                             "pip install -e '.[dev]'"),
-    pytest.mark.skipif(CHROMIUM is None, reason="no system Chromium for the Formgrader's browser test (apt-get "
-                                                "install chromium, or set MINIVIT_CHROMIUM=/path/to/chromium)"),
-]
+# Integration (make integration); skipped, saying why, or failed under MINIVIT_REQUIRE_BROWSER=1, without the
+# tools or Chromium (tests/browser.py).
+pytestmark = [pytest.mark.integration,
+              *browser_marks("the Formgrader's browser test", TOOLS, "pip install -e '.[dev]'")]
 
 # Text of a page's rendered markdown still holding TeX delimiters (MathJax left it untypeset); `skip` names what
 # may hold them: code, MathJax's own output and the TeX it keeps in <script> elements.

@@ -24,6 +24,9 @@ from minivit import smoke
 from minivit.data import data_root
 from tests.cuda_standin import standin_cuda
 
+# An integration test (`make integration`; `make unit` leaves it out): it runs every notebook, cell by cell.
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 PREPARED = ("cifar10", "fashion-mnist", "imagenette")  # the data sets the notebooks load

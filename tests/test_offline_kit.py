@@ -25,6 +25,9 @@ from minivit import gpu
 from minivit.data import data_root
 
 NOTEBOOKS = ["notebooks/00_start_here.ipynb", "notebooks/04_training_a_vit.ipynb"]
+# An integration test (`make integration`; `make unit` leaves it out): it builds a real kit of every wheel.
+pytestmark = pytest.mark.integration
+
 CLOSED = "http://127.0.0.1:9"  # the discard port: nothing listens, so a connection through this "proxy" fails at once
 
 

@@ -13,7 +13,8 @@ the longest code line of the notebooks wraps in its cell.
 
 Skipped, saying why, where the site's tools (the [docs] extra, in [dev]) or a system Chromium are missing:
 Playwright drives the machine's Chromium and downloads no browser (set MINIVIT_CHROMIUM to its path if it is not
-`chromium` on PATH). MINIVIT_SITE_SCREENSHOTS=DIR saves screenshots of a few pages there.
+`chromium` on PATH); with MINIVIT_REQUIRE_BROWSER=1 (CI) it fails instead (tests/browser.py). An integration test
+(`make integration`). MINIVIT_SITE_SCREENSHOTS=DIR saves screenshots of a few pages there.
 """
 
 import contextlib
@@ -21,7 +22,6 @@ import functools
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -31,26 +31,22 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 TOOLS = ("sphinx", "myst_nb", "sphinx_book_theme", "mathjax", "playwright")
-MISSING = [name for name in TOOLS if importlib.util.find_spec(name) is None]
-CHROMIUM = os.environ.get("MINIVIT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-# As root in a container, without the sandbox; no background traffic (this machine has no network).
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
-                 "--disable-background-networking", "--disable-component-update"]
 # The pages README links to (moved out of it, issue 32): markdown in docs/, rendered as pages of the site.
 PAGES = ["install", "profiles", "gpu", "package", "zoo", "results", "instructors", "site"]
 REDIRECTS = {"index.html": "docs/index.html"}  # the site's root page only sends the browser to the front page
 SCREENSHOTS = ["docs/index.html", "README.html", "notebooks/01_patches.html", "notebooks/03_transformer_encoder.html",
                "docs/_autosummary/minivit.attention.html"]
 
-pytestmark = [
-    pytest.mark.skipif(bool(MISSING), reason=f"the site's tools are not installed ({', '.join(MISSING)}): "
-                                             "pip install -e '.[docs]' (make install installs them with [dev])"),
-    pytest.mark.skipif(CHROMIUM is None, reason="no system Chromium for the site's browser test (apt-get install "
-                                                "chromium, or set MINIVIT_CHROMIUM=/path/to/chromium)"),
-]
+# Integration (make integration); skipped, saying why, or failed under MINIVIT_REQUIRE_BROWSER=1, without the
+# tools or Chromium (tests/browser.py).
+pytestmark = [pytest.mark.integration,
+              *browser_marks("the site's browser test", TOOLS,
+                             "pip install -e '.[docs]' (make install installs them with [dev])")]
 
 # Run in each page once it has loaded (and MathJax has typeset it): what the tests below check.
 INSPECT = """async () => {
