@@ -12,7 +12,7 @@ TORCH_VARIANT ?= auto
 # Run as root (containers), JupyterLab needs --allow-root.
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help install data lab test unit integration notebooks smoke gpu-check bench offline-kit gpu-bundle site assignments kit-folder clean
+.PHONY: help install data lab test unit integration notebooks other-copy smoke gpu-check bench offline-kit gpu-bundle site assignments kit-folder clean
 
 help:
 	@echo "make lab        open the course notebooks in JupyterLab (sets everything up first)"
@@ -21,9 +21,10 @@ help:
 	@echo "make notebooks  every notebook, its outputs compared (pytest --nbval notebooks/)"
 	@echo "make integration  the heavy integration tests: browsers (site, Formgrader), the offline kit, nbgrader"
 	@echo "                  on whole assignments, notebooks end to end (pytest -m integration tests/)"
+	@echo "make other-copy every notebook on another faithful copy of the data (as a user's download), in .other-copy/"
 	@echo "make smoke      the full profile's code paths on this machine, a sliver of the work (minivit.smoke)"
 	@echo "make install    create $(VENV) and install minivit[dev]"
-	@echo "make data       link the offline data sets into data/ (or note they will download)"
+	@echo "make data       link the offline data sets into data/ (else fetch them) and decode them once"
 	@echo "make gpu-check  on a GPU machine: every notebook, one at a time under the full profile, with a report in"
 	@echo "                gpu-check/ (GPU_CHECK_ARGS=\"--limit-min 9.5 --replace\": benchmarks/gpu_check.py --help)"
 	@echo "make bench      run the CPU benchmarks (benchmarks/)"
@@ -42,8 +43,10 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
+# Links the offline copies (or fetches the course's archives, else the official files) and decodes every split into
+# data/cache once, so that no notebook decodes (and warns about the copy it reads) while it is being compared.
 data: install
-	$(BIN)/python -m minivit.data prepare
+	$(BIN)/python -m minivit.data prepare --decode
 
 lab: install data
 	$(BIN)/jupyter lab $(LAB_FLAGS) notebooks/
@@ -78,8 +81,23 @@ notebooks: install data
 smoke: install data
 	MINIVIT_SMOKE=1 $(BIN)/python benchmarks/gpu_check.py --lax --out gpu-check-smoke --replace --limit-min 40
 
-# What README gives a student to check an install; CI (.ci/run) runs it, then integration and smoke.
+# What README gives a student to check an install; CI (.ci/run) runs it, then integration, smoke and other-copy.
 test: unit notebooks
+
+# The notebooks under strict nbval on another faithful copy of the data (benchmarks/other_copy.py: CIFAR-10 re-encoded
+# at JPEG quality 90, Imagenette's JPEG copy for its WebP one, each class's files in another order), as a user who
+# downloads the official files meets them: no compared output, zoo check or claim may depend on the copy. Its own
+# data root, with no caches or checkpoints of earlier runs; no shared folder and no course archive (a closed port).
+OTHER_COPY ?= .other-copy
+OTHER_COPY_NOTEBOOKS ?= notebooks/
+other-copy: install
+	rm -rf $(OTHER_COPY)/cache $(OTHER_COPY)/checkpoints
+	test -f $(OTHER_COPY)/OTHER_COPY.txt || $(BIN)/python benchmarks/other_copy.py $(OTHER_COPY)
+	export MINIVIT_DATA=$(abspath $(OTHER_COPY)) MINIVIT_SHARED_DATASETS=$(abspath $(OTHER_COPY)) \
+		MINIVIT_DATA_URL=http://127.0.0.1:9/; \
+	$(BIN)/python -m minivit.data prepare --decode && \
+	$(BIN)/python -m pytest $(PYTEST_FLAGS) -p no:cacheprovider --nbval --nbval-cell-timeout=$(NB_CELL_TIMEOUT) \
+		$(NB_PARALLEL) $(OTHER_COPY_NOTEBOOKS)
 
 # The GPU check (docs/gpu.md): every notebook alone, in number order (04 trains what 05 and 06 load), strict, under the
 # full profile, with a report (per notebook and per cell: outcome and seconds; each failing cell's report) written as

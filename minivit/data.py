@@ -202,9 +202,13 @@ def load_dataset(name: str, split: str, root=None, download: bool = True) -> Ima
     return ds
 
 
+_READ: set = set()  # (data root, name, split) of every split this process has loaded: `copies_read`
+
+
 def _load_whole(name: str, split: str, root=None, download: bool = True) -> ImageDataset:
     split = _check_name_split(name, split)
     root = data_root(root)
+    _READ.add((str(root), name, split))  # a failed load is listed too, and then fails again in `copies_read`
     cache = root / "cache" / f"{name}-{split}.pt"
     source = next((f for f in OFFLINE_FILES[name] if (root / f).exists()), None)  # what a decode would read
     if cache.exists():
@@ -494,6 +498,29 @@ def normalize(images: torch.Tensor, name: str) -> torch.Tensor:
         looks = "normalised already" if lo < 0 else "in 0..255 (divide by 255)"
         raise ValueError(f"expected float images in [0, 1], got values in [{lo:.3g}, {hi:.3g}]: these look {looks}")
     return (images.float() - mean) / std
+
+
+def copy_info(name: str, split: str = "test", root=None) -> dict:
+    """Which copy of data set `name` this machine reads: {"name", "split", "file" (the archive it was decoded from,
+    None for torchvision's files), "origin" (see `origin`; None for a cache of an older minivit), "sha256" (of the
+    course's archive when the origin is "course", else None),
+    "fingerprint" (of the split's images and labels, as the zoo's records keep it)}. Loads the split (from its
+    cache once decoded). Printed by 00, kept in every zoo record and benchmark JSON: outputs made on one copy are
+    compared on another with the tolerance the copy allows (`minivit.zoo.COPY_SHIFT`)."""
+    from .recipes import fingerprint
+    ds = _load_whole(name, split, root)
+    split = _check_name_split(name, split)
+    meta = torch.load(data_root(root) / "cache" / f"{name}-{split}.pt", weights_only=True, mmap=True)
+    file, came_from = meta.get("source"), meta.get("origin")
+    archive = (sources.PUBLISHED.get(file) or sources.UNPUBLISHED.get(file)) if came_from == "course" else None
+    return {"name": name, "split": split, "file": file, "origin": came_from,
+            "sha256": archive.sha256 if archive else None, "fingerprint": fingerprint(ds)}
+
+
+def copies_read() -> list[dict]:
+    """`copy_info` of every split this process has loaded (sorted): what a benchmark's JSON records it measured on
+    (benchmarks/results_io.py)."""
+    return [copy_info(name, split, root) for root, name, split in sorted(_READ)]
 
 
 def _sha256(path: Path) -> str:

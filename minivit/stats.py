@@ -20,6 +20,7 @@ over the seeds' differences alone never sees.
     p, se = acc, binomial_se(acc, n)                    # one accuracy's standard error
     mean, se = mean_se(gains_over_seeds)                # the mean of a few values and its s.e.
     d = paired_se(right_a_by_seed, right_b_by_seed)     # d.mean, d.seed_se, d.test_se, d.se (both parts)
+    d.mean > paired_bar(d, seeds) * d.se                # a difference, judged with Student's t
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["McNemar", "PairedSE", "binomial_se", "mcnemar", "mean_se", "paired_se"]
+__all__ = ["McNemar", "PairedSE", "binomial_se", "mcnemar", "mean_se", "paired_bar", "paired_se"]
 
 
 class McNemar(NamedTuple):
@@ -105,3 +106,20 @@ def paired_se(right_a, right_b) -> PairedSE:
     seed_se = math.sqrt(max(0.0, per_seed.var().item() - luck / n) / seeds)
     test_se = (d.mean(dim=0).std() / math.sqrt(n)).item()
     return PairedSE(per_seed.mean().item(), seed_se, test_se, math.hypot(seed_se, test_se))
+
+
+def paired_bar(d: PairedSE, seeds: int, level: float = 0.975) -> float:
+    """How many standard errors `d.mean` must clear for a one-sided test at `level`: Student's t quantile with the
+    Welch-Satterthwaite degrees of freedom of se^2 = seed_se^2 + test_se^2, the seed part estimated from `seeds`
+    values (seeds - 1 degrees of freedom), the test part from thousands of images (taken as known). With no seed
+    part it is the normal quantile (1.96 at 0.975); where the seed part is all of it, t with seeds - 1 degrees of
+    freedom (4.30 for 3 seeds): a few seeds cannot carry a claim that their spread decides."""
+    from scipy.stats import norm, t
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 2:
+        raise ValueError(f"seeds must be an int >= 2 (the seeds behind d's seed part), got {seeds!r}")
+    if not 0.5 < level < 1:
+        raise ValueError(f"level must lie in (0.5, 1), the one-sided confidence, got {level!r}")
+    if d.seed_se == 0:
+        return float(norm.ppf(level))
+    df = d.se ** 4 / (d.seed_se ** 4 / (seeds - 1))
+    return float(t.ppf(level, df))

@@ -86,3 +86,19 @@ def test_paired_se_refuses_unpaired_input():
         paired_se(a, [torch.ones(5, dtype=torch.bool)] * 3)
     with pytest.raises(ValueError, match="bool"):
         paired_se([torch.ones(4)] * 2, [torch.ones(4)] * 2)
+
+
+def test_paired_bar_is_students_t_with_the_satterthwaite_degrees_of_freedom():
+    from minivit.stats import PairedSE, paired_bar
+    # quantiles from the tables: the normal's 0.975 point; t's with 2 and with 8 degrees of freedom
+    assert paired_bar(PairedSE(1.0, 0.0, 0.5, 0.5), seeds=3) == pytest.approx(1.959964, abs=1e-6)
+    assert paired_bar(PairedSE(1.0, 0.5, 0.0, 0.5), seeds=3) == pytest.approx(4.302653, abs=1e-6)
+    # equal parts, 3 seeds: df = se^4 / (seed_se^4 / 2) = 4 / (1 / 2) = 8
+    assert paired_bar(PairedSE(1.0, 1.0, 1.0, 2 ** 0.5), seeds=3) == pytest.approx(2.306004, abs=1e-6)
+    # more seeds behind the same seed part: fewer standard errors needed
+    assert paired_bar(PairedSE(1.0, 0.5, 0.0, 0.5), seeds=10) == pytest.approx(2.262157, abs=1e-6)
+    for bad in (1, 2.0, True):
+        with pytest.raises(ValueError, match="seeds must be an int >= 2"):
+            paired_bar(PairedSE(1.0, 0.5, 0.5, 0.7), seeds=bad)
+    with pytest.raises(ValueError, match="level must lie in"):
+        paired_bar(PairedSE(1.0, 0.5, 0.5, 0.7), seeds=3, level=0.3)

@@ -109,6 +109,42 @@ def test_right_answers_on_the_recorded_split_come_from_the_record(monkeypatch):
         zoo.right_answers("vit-nano4-cifar10", other)
 
 
+def _another_copy(test: ImageDataset, labels=None) -> ImageDataset:
+    """The test split as another copy of the data gives it: other pixels (each moved by one level, as a re-encoding
+    moves them) in another order; `labels` replaces the labels (a split that is not the test split)."""
+    order = torch.randperm(len(test), generator=torch.Generator().manual_seed(3))
+    images = test.images[order].to(torch.int16)
+    images = (images + torch.where(images < 128, 1, -1)).to(torch.uint8)  # (N, C, H, W), every pixel changed
+    return ImageDataset(images, test.labels[order] if labels is None else labels, test.classes, test.name, test.split)
+
+
+@needs_cifar10
+def test_right_answers_on_another_copy_are_measured_there_and_refused_only_beyond_a_change_of_copy():
+    test = mdata.load_dataset("cifar10", "test")
+    name, rec = "resnet14-cifar10", zoo.record("resnet14-cifar10")["test"]
+    other, lines = _another_copy(test), []
+    model, right = zoo.right_answers(name, other, log=lines.append)  # re-measured: no ValueError for other pixels
+    acc = right.float().mean().item()
+    assert right.shape == (len(test),) and acc != rec["accuracy"] and abs(acc - rec["accuracy"]) <= zoo.COPY_SHIFT
+    [line] = lines  # both accuracies, and the copy the record was made on
+    assert f"{acc:.2%}" in line and f"{rec['accuracy']:.2%}" in line and "cifar10-jpeg.tar.gz" in line
+    wrong = _another_copy(test, labels=test.labels.roll(1))  # labels of other images: chance, not a copy's change
+    with pytest.raises(ValueError, match="more than the 15 points a change of copy explains"):
+        zoo.right_answers(name, wrong, log=lines.append)
+
+
+@needs_cifar10
+def test_verify_on_another_copy_compares_accuracies_within_the_copy_bound(monkeypatch):
+    test = mdata.load_dataset("cifar10", "test")
+    name = "resnet14-cifar10"
+    for labels, ok in ((None, True), (test.labels.roll(1), False)):
+        monkeypatch.setattr(training, "_data", lambda run, split, labels=labels: _another_copy(test, labels))
+        lines = []
+        [r] = zoo.verify([name], log=lines.append)
+        assert r["copy"] == "other" and r["ok"] is ok and r["allowed"] == int(zoo.COPY_SHIFT * 10_000), r
+        assert ("another copy" in lines[0]) and lines[0].startswith("ok " if ok else "MISMATCH")
+
+
 def test_right_answers_pack_into_a_record_and_back():
     from minivit.zoo.training import pack_right, unpack_right
     for n in (1, 7, 8, 9, 10_000):

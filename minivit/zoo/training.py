@@ -88,8 +88,17 @@ def measure(entry: Entry, model: nn.Module, test=None) -> dict:
         correct, n, metric = int(right.sum()), len(test), "top-1 accuracy on the test split"
         # which images it gets right, and the split they belong to: `right_answers` returns them without predicting
         return {"metric": metric, "correct": correct, "n": n, "accuracy": correct / n, "right": pack_right(right),
-                "data": fingerprint(test)}
-    return {"metric": metric, "correct": correct, "n": n, "accuracy": correct / n}
+                "data": fingerprint(test), "copy": data_copy(entry.run.dataset)}
+    return {"metric": metric, "correct": correct, "n": n, "accuracy": correct / n, "data": fingerprint(test),
+            "copy": data_copy(entry.run.dataset)}
+
+
+def data_copy(dataset: str) -> dict:
+    """The copy of `dataset` a measurement reads (`minivit.data.copy_info` of its test split, less the names):
+    a record says which copy it was made on, and `verify` compares exactly only on that copy."""
+    from ..data import copy_info
+    info = copy_info(dataset, "test")
+    return {k: info[k] for k in ("file", "origin", "sha256", "fingerprint")}
 
 
 def pack_right(right: torch.Tensor) -> str:
