@@ -5,10 +5,11 @@ from dataclasses import replace
 
 import matplotlib
 
-# No test fetches the course's published data archives from the internet (minivit.sources): once the course's
-# repository is set, a load with download=True would try its release first. Tests that fetch them serve them from
-# 127.0.0.1 and set this themselves; port 9 (discard) is closed, so a fetch fails at once as "unreachable".
-os.environ.setdefault("MINIVIT_DATA_URL", "http://127.0.0.1:9/")
+# No test fetches the course's published data archives (minivit.sources) from the internet or from a mirror the
+# environment names: once the course's repository is set, a load with download=True would try its release first.
+# Tests that fetch them serve them from 127.0.0.1 and set this themselves; port 9 (discard) is closed, so a fetch
+# fails at once as "unreachable".
+os.environ["MINIVIT_DATA_URL"] = "http://127.0.0.1:9/"
 
 matplotlib.use("Agg")  # figures are drawn without a display; set before pyplot is imported anywhere
 
