@@ -119,6 +119,11 @@ def right_answers(name: str, data, *, log=print) -> tuple[nn.Module, torch.Tenso
     return model, right
 
 
+def _describe(info: dict) -> str:
+    """A copy of the data in words: its origin and file (`minivit.data.copy_info`)."""
+    return f"{info.get('origin') or 'unknown'} files, {info.get('file') or 'torchvision files'}"
+
+
 def _copy_name(test: dict) -> str:
     """The copy a record was measured on, in words."""
     c = test.get("copy") or {}
@@ -159,8 +164,8 @@ def verify(names=None, *, log=print) -> list[dict]:
         out.append({"name": name, "recorded": t, "measured": m, "copy": copy, "differ": differ, "allowed": allowed,
                     "ok": ok})
         where = ("the recorded copy" if copy == "recorded" else
-                 f"another copy ({copy_info(entry.run.dataset, 'test')['file'] or 'torchvision files'}, "
-                 f"test fingerprint {m.get('data')}; recorded on {_copy_name(t)})")
+                 f"another copy ({_describe(copy_info(entry.run.dataset, 'test'))}, test fingerprint "
+                 f"{m.get('data')}; recorded on the course's {_copy_name(t)})")
         log(f"{'ok ' if ok else 'MISMATCH'} {name}: {m['correct']:,}/{m['n']:,} = {m['accuracy']:.2%} "
             f"(recorded {t['correct']:,}/{t['n']:,} = {t['accuracy']:.2%}) on {where}; {differ:,} of {m['n']:,} "
             f"{'predictions' if copy == 'recorded' else 'right answers'} differ, at most {allowed:,} may")

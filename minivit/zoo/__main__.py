@@ -9,7 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import RECORDS, WEIGHTS, file_sha256, get_entry, records, verify
+from . import COPY_SHIFT, RECORDS, WEIGHTS, file_sha256, get_entry, records, verify
 from .registry import ENTRIES, entries_of
 
 
@@ -45,8 +45,11 @@ def _verify(names) -> int:
         print("no committed zoo models to verify")
         return 1
     bad = [r["name"] for r in results if not r["ok"]]
-    print(f"{len(results) - len(bad)} of {len(results)} models measured as recorded" +
-          (f"; mismatched: {', '.join(bad)}" if bad else ""))
+    other = sum(r["copy"] == "other" for r in results)
+    within = f"within {100 * COPY_SHIFT:.0f} points of their records' accuracy"
+    print(f"{len(results) - len(bad)} of {len(results)} models measured as recorded"
+          + (f" ({other} on another copy of the data: {within})" if other else "")
+          + (f"; mismatched: {', '.join(bad)}" if bad else ""))
     return 1 if bad else 0
 
 
