@@ -11,11 +11,11 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def save_result(name: str, out: dict, folder: Path = RESULTS) -> Path:
     """Write `out` as <folder>/<name>.json (default benchmarks/results/) via a temp file + rename, so a crash leaves
-    no half file. It records which copy of each data set the run read ("data_copies", `minivit.data.copies_read`)
-    unless `out` has that entry already."""
+    no half file. It adds to `out` which copy of each data set the run read ("data_copies",
+    `minivit.data.copies_read`) unless `out` has that entry already."""
     from minivit.data import copies_read
     if "data_copies" not in out:  # which copy of each data set it measured on (file, origin, SHA-256, fingerprint)
-        out = {**out, "data_copies": copies_read()}
+        out["data_copies"] = copies_read()  # in `out` itself: what the benchmark returns is what it wrote
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json"

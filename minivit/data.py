@@ -197,6 +197,7 @@ def load_dataset(name: str, split: str, root=None, download: bool = True) -> Ima
     In a smoke run (`minivit.smoke`, MINIVIT_SMOKE=1) it returns a stratified sliver of the split instead.
     """
     ds = _load_whole(name, split, root, download)
+    _READ.add((str(data_root(root)), name, ds.split))  # loaded: `copies_read` lists it
     if smoke.active():
         ds = stratified_subset(ds, smoke.per_class(ds.split), seed=0)
     return ds
@@ -208,7 +209,6 @@ _READ: set = set()  # (data root, name, split) of every split this process has l
 def _load_whole(name: str, split: str, root=None, download: bool = True) -> ImageDataset:
     split = _check_name_split(name, split)
     root = data_root(root)
-    _READ.add((str(root), name, split))  # a failed load is listed too, and then fails again in `copies_read`
     cache = root / "cache" / f"{name}-{split}.pt"
     source = next((f for f in OFFLINE_FILES[name] if (root / f).exists()), None)  # what a decode would read
     if cache.exists():
@@ -500,6 +500,18 @@ def normalize(images: torch.Tensor, name: str) -> torch.Tensor:
     return (images.float() - mean) / std
 
 
+def fingerprint(data) -> str | None:
+    """A short hash of a data set's images and labels (an ImageDataset or an (images, labels) pair), or None."""
+    if data is None:
+        return None
+    images, labels = (data.images, data.labels) if hasattr(data, "images") else data
+    h = hashlib.sha1()
+    for t in (images, labels):
+        h.update(str(tuple(t.shape)).encode())
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
 def copy_info(name: str, split: str = "test", root=None) -> dict:
     """Which copy of data set `name` this machine reads: {"name", "split", "file" (the archive it was decoded from,
     None for torchvision's files), "origin" (see `origin`; None for a cache of an older minivit), "sha256" (of the
@@ -507,7 +519,6 @@ def copy_info(name: str, split: str = "test", root=None) -> dict:
     "fingerprint" (of the split's images and labels, as the zoo's records keep it)}. Loads the split (from its
     cache once decoded). Printed by 00, kept in every zoo record and benchmark JSON: outputs made on one copy are
     compared on another with the tolerance the copy allows (`minivit.zoo.COPY_SHIFT`)."""
-    from .recipes import fingerprint
     ds = _load_whole(name, split, root)
     split = _check_name_split(name, split)
     meta = torch.load(data_root(root) / "cache" / f"{name}-{split}.pt", weights_only=True, mmap=True)
@@ -518,9 +529,16 @@ def copy_info(name: str, split: str = "test", root=None) -> dict:
 
 
 def copies_read() -> list[dict]:
-    """`copy_info` of every split this process has loaded (sorted): what a benchmark's JSON records it measured on
-    (benchmarks/results_io.py)."""
-    return [copy_info(name, split, root) for root, name, split in sorted(_READ)]
+    """`copy_info` of every split this process has loaded with `load_dataset` (sorted): what a benchmark's JSON
+    records it measured on (benchmarks/results_io.py). A split that can no longer be described (its data root
+    removed since) is listed with the reason instead, so that a long run's results are never lost to it."""
+    out = []
+    for root, name, split in sorted(_READ):
+        try:
+            out.append(copy_info(name, split, root))
+        except (OSError, RuntimeError, ValueError) as e:
+            out.append({"name": name, "split": split, "root": root, "error": f"{type(e).__name__}: {e}"})
+    return out
 
 
 def _sha256(path: Path) -> str:

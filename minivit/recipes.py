@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from .checkpoint import read_checkpoint, save_checkpoint, unwrap
+from .data import fingerprint  # noqa: F401  (re-exported: recipes.fingerprint)
 from .history import History
 
 
@@ -77,18 +78,6 @@ def train_or_load(name: str, model: nn.Module, key: dict, train, device=None) ->
         model.to(device)
     save_checkpoint(path, model, history=history.to_dict(), epoch=len(history), run=key)
     return history
-
-
-def fingerprint(data) -> str | None:
-    """A short hash of a data set's images and labels (an ImageDataset or an (images, labels) pair), or None."""
-    if data is None:
-        return None
-    images, labels = (data.images, data.labels) if hasattr(data, "images") else data
-    h = hashlib.sha1()
-    for t in (images, labels):
-        h.update(str(tuple(t.shape)).encode())
-        h.update(t.detach().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()[:16]
 
 
 def predict_or_load(model: nn.Module, data, name: str, device=None) -> torch.Tensor:
