@@ -10,10 +10,11 @@ always runs through. The returned `CheckResult` is true only when every case pas
 instructor can grade with `assert check_patchify(fn, verbose=False)`.
 
 The shared machinery, for checks of your own, lives in `minivit.grading`: `_run` runs (label, thunk) cases and
-never raises; `_call(fn, *args)` calls the answer on copies of its tensor arguments (an answer that changes its
-input in place cannot spoil the expected value or a later case); `_compare` compares a tensor answer with the
-expected one and, when the values are right but in another order, says so. Here, `_as_int` accepts a float with
-an exact integer value (e.g. `H / P * W / P`) where an int is expected, and `with _without(fn, paths, hint):
+never raises, showing on stdout what the answer writes to stderr (a progress bar, a warning: nbgrader would score a
+cell with stderr output 0); `_call(fn, *args)` calls the answer on copies of its tensor arguments (an answer that
+changes its input in place cannot spoil the expected value or a later case); `_compare` compares a tensor answer
+with the expected one and, when the values are right but in another order, says so. Here, `_as_int` accepts a float
+with an exact integer value (e.g. `H / P * W / P`) where an int is expected, and `with _without(fn, paths, hint):
 fn(...)` runs the answer with the package's (or PyTorch's, SciPy's) own solution refusing to run, however the
 answer holds it, so that an answer which only calls it is refused ("solve it without ...") instead of passed.
 

@@ -1,6 +1,7 @@
 """Submissions to assignment A (tests/test_assignments.py): plausible mistakes and attempts to call the package's
 or PyTorch's own solution. student -> ({solution cell: (anchor, replacement) or a whole new source}, the parts
-that lose all their points). Every other part keeps all of its points: part 3 is graded with a correct part 2."""
+that lose all their points). Every other part keeps all of its points: part 3 is graded with a correct part 2.
+A correct answer that writes to stderr keeps its points too ("noisy")."""
 
 PERMUTE = "grid = grid.permute(0, 2, 4, 3, 5, 1)"
 
@@ -47,4 +48,28 @@ SUBMISSIONS = {
                 "                           'proj.weight': proj_weight, 'proj.bias': proj_bias})\n"
                 "    return layer(x)\n"),
     }, {"patchify", "attention", "mha"}),
+    # every part right, each writing to stderr as students' answers do: a print to sys.stderr, a warning, logging,
+    # a tqdm bar and a write on file descriptor 2. nbgrader scores a cell with stderr output 0: the checks show it
+    # on stdout instead, so every part keeps its points.
+    "noisy": ({
+        "patchify": ("    b, c, h, w = images.shape\n",
+                     "    import sys\n"
+                     "    print(f'patchify: {tuple(images.shape)}', file=sys.stderr)\n"
+                     "    b, c, h, w = images.shape\n"),
+        "attention": ("    scores = q @ k.transpose(-2, -1)",
+                      "    import warnings\n"
+                      "    warnings.warn('attention: is this scaled right?')\n"
+                      "    scores = q @ k.transpose(-2, -1)"),
+        "mha": ("    qkv = x @ qkv_weight.T + qkv_bias",
+                "    import logging\n"
+                "    logging.getLogger('my_mha').warning('multi-head attention with %d heads', heads)\n"
+                "    qkv = x @ qkv_weight.T + qkv_bias"),
+        "flax": ("    qkv_weight = torch.cat(",
+                 "    import os\n"
+                 "    from tqdm import tqdm\n"
+                 "    for _ in tqdm(range(3), desc='from_flax'):\n"
+                 "        pass\n"
+                 "    os.write(2, b'from_flax: done on fd 2\\n')\n"
+                 "    qkv_weight = torch.cat("),
+    }, set()),
 }

@@ -5,11 +5,17 @@ Two submissions only: each costs one run of the notebook (35-55 s measured on on
 
 SUBMISSIONS = {
     # part 1 with the corners aligned (the authors' convention); part 3 with the centres aligned (timm's);
-    # part 4 without optimizer.zero_grad(), so that the gradients accumulate. Part 2 is right and keeps its points.
+    # part 4 without optimizer.zero_grad(), so that the gradients accumulate. Part 2 is right (a tqdm bar on stderr
+    # besides) and keeps its points.
     "mistakes": ({
         "resize": ("align_corners=False", "align_corners=True"),
         "authors": ("align_corners=True", "align_corners=False"),
         "finetune": ("        optimizer.zero_grad()\n", ""),
+        # part 2 right, with a tqdm bar on stderr (the hunt's R1, a tqdm bar in a correct fine_tune, cost 0/3):
+        # shown on stdout by the checks, so it keeps its points
+        "model": ("    state = {k: v.detach().clone() for k, v in model.state_dict().items()}",
+                  "    from tqdm import tqdm\n"
+                  "    state = {k: v.detach().clone() for k, v in tqdm(model.state_dict().items(), desc='copying')}"),
     }, {"resize", "authors", "finetune"}),
     # each part done by the package's (or scipy's) solution: a default argument, ViT.set_image_size on a copy,
     # functools.partial, the package's training step. Each would be right if it were allowed to run.

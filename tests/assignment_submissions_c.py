@@ -5,10 +5,15 @@ Three submissions, each one more run of the notebook in the harness."""
 
 SUBMISSIONS = {
     # part 1 multiplies the layers as Ã1 Ã2 ... ÃL (later layers on the right); part 3 reads the patch index
-    # column-major (r = n % h, c = n // h), which a square grid or symmetric picks cannot see.
+    # column-major (r = n % h, c = n // h), which a square grid or symmetric picks cannot see. Parts 2 and 4 are
+    # right, and warn.
     "mistakes-1": ({
         "rollout": ("joint = a if joint is None else a @ joint", "joint = a if joint is None else joint @ a"),
         "hide": ('rearrange(keep, "b (gh gw) -> b 1 gh gw"', 'rearrange(keep, "b (gw gh) -> b 1 gh gw"'),
+        # parts 2 and 4 right, with torch.meshgrid(a, b) and no indexing= (the default, "ij", is right): PyTorch
+        # warns on stderr, which cost the hunt's R3 a point; the checks show it on stdout, and both keep their points
+        "distance": (', indexing="ij")', ")"),
+        "centre": (', indexing="ij")', ")"),
     }, {"rollout", "hide"}),
     # part 2 with the L1 distance between patch centres instead of the Euclidean one; part 4 measured from the
     # patches' top-left corners (no + 0.5).

@@ -160,3 +160,105 @@ def test_a_guarded_answer_inside_another_guard_is_not_taken_for_tampering():
         return x.unfold(2, p, p).unfold(3, p, p).permute(0, 2, 3, 4, 5, 1).reshape(x.shape[0], -1, p * p * x.shape[1])
     with without(["minivit.patching.patchify"]):
         assert guarded(mine, ["minivit.patching.patchify"])(X, 4).shape == (2, 6, 48)
+
+
+# ---- stderr and warnings shown on stdout (issue 38, item 4: nbgrader scores a cell 0 when stderr is written) ----
+
+
+def noisy_patchify(x, p):
+    """A correct patchify that writes to stderr every way a student's answer does: a tqdm bar, a warning, a
+    print to sys.stderr, a write on file descriptor 2 (as C code does)."""
+    import os
+    import sys
+    import warnings
+
+    from tqdm import tqdm
+    for _ in tqdm(range(3), desc="cutting"):
+        pass
+    warnings.warn("a warning from the answer")
+    print("a line on sys.stderr", file=sys.stderr)
+    os.write(2, b"a line on fd 2\n")
+    b, c, h, w = x.shape
+    return x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 3, 5, 1).reshape(b, -1, p * p * c)
+
+
+def _shown_on_stdout(out: str) -> None:
+    for line in ("the answer wrote to stderr: cutting: 100%", "the answer wrote to stderr: a line on sys.stderr",
+                 "the answer wrote to stderr: a line on fd 2",
+                 "the answer warned: UserWarning: a warning from the answer (test_grading.py:"):
+        assert line in out, f"{line!r} not on stdout:\n{out}"
+
+
+def test_a_correct_answer_writing_to_stderr_passes_and_what_it_wrote_is_on_stdout(capfd):
+    from minivit.exercises import check_patchify
+    answer = guarded(noisy_patchify, ["minivit.patching.patchify"], "by hand")
+    assert check_cases("patchify", answer, minivit.patchify, [("8x12", (X, 4))])  # a test cell's check
+    assert answer(X, 4).shape == (2, 6, 48)  # a test cell calling the answer itself
+    out, err = capfd.readouterr()
+    assert err == "" and "patchify: all correct" in out
+    assert out.count("the answer wrote to stderr: a line on fd 2") == 2
+    _shown_on_stdout(out)
+    assert check_patchify(noisy_patchify)  # a notebook's check, on the answer as it is (not guarded)
+    out, err = capfd.readouterr()
+    assert err == "" and "patchify: all correct" in out
+    _shown_on_stdout(out)
+
+
+def test_a_wrong_answer_writing_to_stderr_still_fails_with_its_message(capfd):
+    def wrong(x, p):
+        return noisy_patchify(x, p).flip(1)  # the patches in reverse order
+
+    def raising(x, p):
+        noisy_patchify(x, p)
+        raise ValueError("gave up")
+    result = check_cases("patchify", guarded(wrong, []), minivit.patchify, [("8x12", (X, 4))], verbose=False)
+    assert not result and "wrong values" in result.failures[0]
+    result = check_cases("patchify", guarded(raising, []), minivit.patchify, [("8x12", (X, 4))], verbose=False)
+    assert not result and result.failures[0] == "8x12: raised ValueError: gave up"
+    with pytest.raises(ValueError, match="gave up"):  # called by a test cell: the error goes on as it was
+        guarded(raising, [])(X, 4)
+    out, err = capfd.readouterr()
+    assert err == "" and out.count("the answer wrote to stderr: a line on sys.stderr") == 3
+    _shown_on_stdout(out)
+
+
+def test_stderr_and_warnings_are_put_back_and_a_flood_is_cut_short(capfd):
+    import os
+    import sys
+    import warnings
+
+    from minivit.grading import stderr_on_stdout
+    stderr, filters = sys.stderr, list(warnings.filters)
+    with stderr_on_stdout() as captured:
+        for i in range(100):
+            print(f"line {i}", file=sys.stderr)
+    assert sys.stderr is stderr and warnings.filters == filters
+    assert captured.lines() == [f"line {i}" for i in range(100)]
+    out, err = capfd.readouterr()
+    assert err == "" and "the answer wrote to stderr: line 19\n" in out and "line 20" not in out
+    assert out.rstrip().endswith("the answer wrote to stderr: ... and 80 more")
+    print("after", file=sys.stderr)
+    os.write(2, b"fd after\n")
+    assert capfd.readouterr().err == "after\nfd after\n"  # stderr works as before once the block is over
+
+
+def test_pytorchs_meshgrid_warning_costs_nothing():
+    """The hunt's R3: a correct answer with torch.meshgrid(a, b) and no indexing= (PyTorch warns once a process,
+    so in a fresh one)."""
+    import subprocess
+    import sys
+    program = (
+        "import torch\n"
+        "from minivit.grading import guarded\n"
+        "def centres(h, w):\n"
+        "    rows, cols = torch.meshgrid(torch.arange(h) + 0.5, torch.arange(w) + 0.5)\n"
+        "    return torch.stack([rows.flatten(), cols.flatten()], dim=-1)\n"
+        "print(guarded(centres, [])(2, 3).shape)\n")
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    assert "the answer warned: UserWarning: torch.meshgrid: in an upcoming release" in run.stdout, run.stdout
+    assert run.stdout.rstrip().endswith("torch.Size([6, 2])")
+    # the control: called as it is, the same answer does warn on stderr (else this test would test nothing)
+    bare = subprocess.run([sys.executable, "-c", program.replace("guarded(centres, [])", "centres")],
+                          capture_output=True, text=True, timeout=120)
+    assert bare.returncode == 0 and "torch.meshgrid: in an upcoming release" in bare.stderr, bare.stderr
