@@ -12,7 +12,7 @@ TORCH_VARIANT ?= auto
 # Run as root (containers), JupyterLab needs --allow-root.
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: help install data lab test unit integration notebooks other-copy smoke gpu-check bench offline-kit gpu-bundle site assignments kit-folder clean
+.PHONY: help install data lab test unit integration notebooks other-copy smoke gpu-check bench offline-kit gpu-bundle site assignments kit-folder autograde grading-sandbox clean
 
 help:
 	@echo "make lab        open the course notebooks in JupyterLab (sets everything up first)"
@@ -32,6 +32,8 @@ help:
 	@echo "make site       build the course site (notebooks as last run, README, API reference) into _site/html"
 	@echo "make assignments  generate the students' versions of the nbgrader assignments into assignments/release"
 	@echo "                  (KIT=DIR: a private copy of the kit outside the repository, for graded use)"
+	@echo "make autograde KIT=DIR ASSIGNMENT=NAME  grade submitted/*/NAME, each notebook in a bubblewrap sandbox"
+	@echo "                  (AUTOGRADE_ARGS=\"--student ID --force\": python -m minivit.autograde --help)"
 
 install: $(BIN)/.installed
 
@@ -141,6 +143,20 @@ assignments: kit-folder install
 	@test -d "$(KIT)/mathjax_templates" || cp -r assignments/mathjax_templates "$(KIT)/"
 	cd "$(KIT)" && for a in source/*/; do \
 		PATH="$(abspath $(BIN)):$$PATH" nbgrader generate_assignment "$$(basename $$a)" --force || exit 1; done
+
+# Grading: `nbgrader autograde $(ASSIGNMENT)` in $(KIT), each submission's notebook run in a bubblewrap sandbox that
+# sees only a copy of that submission, the Python environment and the data (no source/, autograded/, gradebook.db or
+# other submission, no network, no process left after the notebook): minivit/autograde.py, docs/instructors.md. The
+# sandbox is checked first, before anything is installed: without bwrap this says so and how to get it, and stops
+# (AUTOGRADE_ARGS=--unsandboxed grades without it). B and C read CIFAR-10's decoded caches (make data).
+ASSIGNMENT ?=
+AUTOGRADE_ARGS ?=
+grading-sandbox:  # checked before anything is installed or written, like kit-folder
+	@test -n "$(ASSIGNMENT)" || { echo "ASSIGNMENT= is empty: expected one of: $$(ls "$(KIT)/source")"; exit 2; }
+	@$(PYTHON) -I minivit/autograde.py check $(AUTOGRADE_ARGS)
+
+autograde: kit-folder grading-sandbox install data
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m minivit.autograde "$(ASSIGNMENT)" --kit "$(KIT)" $(AUTOGRADE_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis _site docs/_autosummary
