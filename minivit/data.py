@@ -541,12 +541,7 @@ def copies_read() -> list[dict]:
     return out
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+_sha256 = sources.sha256  # a file's SHA-256 (hex): one helper for the data, the zoo and the offline kit
 
 
 def prepare(names=None, root=None, source=None, copy=False, decode=False) -> int:

@@ -108,6 +108,8 @@ def asset_name(rel: str) -> str:
 
 
 def sha256(path) -> str:
+    """The SHA-256 (hex) of the file at `path`, read in 1-MiB blocks: the one file hash of minivit (the data
+    archives, the zoo's weights, the offline kit)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):

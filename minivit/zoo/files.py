@@ -13,17 +13,13 @@ from pathlib import Path
 
 from torch import nn
 
+from ..sources import sha256 as _sha256
 from .registry import Entry
 
 FORMAT = "minivit-zoo/1"  # the format named in every file's metadata
 
 
-def file_sha256(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+file_sha256 = _sha256  # a weights file's SHA-256 (hex), compared exactly with its record
 
 
 def save_weights(path, model: nn.Module, entry: Entry) -> Path:
