@@ -521,7 +521,7 @@ def copy_info(name: str, split: str = "test", root=None) -> dict:
     compared on another with the tolerance the copy allows (`minivit.zoo.COPY_SHIFT`)."""
     ds = _load_whole(name, split, root)
     split = _check_name_split(name, split)
-    meta = torch.load(data_root(root) / "cache" / f"{name}-{split}.pt", weights_only=True, mmap=True)
+    meta = torch.load(data_root(root) / "cache" / f"{name}-{split}.pt", weights_only=True, mmap=True)  # small entries
     file, came_from = meta.get("source"), meta.get("origin")
     archive = (sources.PUBLISHED.get(file) or sources.UNPUBLISHED.get(file)) if came_from == "course" else None
     return {"name": name, "split": split, "file": file, "origin": came_from,

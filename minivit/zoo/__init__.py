@@ -109,7 +109,8 @@ def right_answers(name: str, data, *, log=print) -> tuple[nn.Module, torch.Tenso
         return model, training.unpack_right(t["right"], t["n"])  # the file's SHA-256 was checked by `load`
     right = predict(model, data, training.EVAL_BATCH, "cpu").argmax(-1) == data.labels  # (N,)
     if len(data) == t["n"]:  # the whole test split of another copy
-        acc, shift = right.float().mean().item(), right.float().mean().item() - t["accuracy"]
+        acc = right.float().mean().item()
+        shift = acc - t["accuracy"]
         text = (f"zoo model {name!r} on this copy of the test split: {acc:.2%}; its record, on the course's copy "
                 f"({_copy_name(t)}): {t['accuracy']:.2%} ({100 * shift:+.2f} points")
         if abs(shift) > COPY_SHIFT:
