@@ -355,21 +355,48 @@ def guarded(fn: Callable, paths: Sequence[str], hint: str = "") -> Callable:
 @contextmanager
 def graded_with(fn: Callable, **references):
     """Within the block, the names in `fn`'s globals (a notebook's namespace) are bound to `references`: a later
-    part that calls an earlier part's answer runs with its reference, so it is graded on its own. Put back after."""
+    part that calls an earlier part's answer runs with its reference, so it is graded on its own. Where `fn` holds
+    the earlier answer itself -- a default argument (`def mha(..., attend=attention)`), a keyword-only default or a
+    closure's variable -- that is replaced by the reference too. Everything is put back after."""
     namespace = getattr(fn, "__globals__", None)
     if namespace is None:
         raise TypeError(f"graded_with needs a Python function, got {type(fn).__name__}")
     missing = object()
     before = {name: namespace.get(name, missing) for name in references}
+    answers = [(before[name], reference) for name, reference in references.items() if before[name] is not missing]
+
+    def swapped(value):  # the reference for an earlier answer held by value, else the value itself
+        return next((reference for answer, reference in answers if value is answer), value)
+
+    defaults, kwdefaults = fn.__defaults__, fn.__kwdefaults__
+    cells = [(cell, cell.cell_contents) for cell in (fn.__closure__ or ()) if _filled(cell)]
     namespace.update(references)
+    if defaults:
+        fn.__defaults__ = tuple(swapped(v) for v in defaults)
+    if kwdefaults:
+        fn.__kwdefaults__ = {k: swapped(v) for k, v in kwdefaults.items()}
+    for cell, value in cells:
+        cell.cell_contents = swapped(value)
     try:
         yield
     finally:
+        fn.__defaults__, fn.__kwdefaults__ = defaults, kwdefaults
+        for cell, value in cells:
+            cell.cell_contents = value
         for name, value in before.items():
             if value is missing:
                 namespace.pop(name, None)
             else:
                 namespace[name] = value
+
+
+def _filled(cell) -> bool:
+    """Whether a closure cell holds a value (a variable assigned after the function was made may not yet)."""
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)

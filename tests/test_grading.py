@@ -139,6 +139,42 @@ def test_graded_with_binds_the_reference_for_the_block_only():
             pass
 
 
+
+def test_graded_with_replaces_the_earlier_answer_held_by_value():
+    """The hunt's W7: a later part holding the earlier answer as a default argument (or keyword-only default, or in
+    a closure) ran the student's earlier part while graded; it runs the reference, and all is put back after."""
+    def reference(x):
+        return x + 10
+
+    def by_default(x, attend=helper):
+        return attend(x) * 2
+
+    def by_keyword(x, *, attend=helper):
+        return attend(x) * 2
+
+    def make_closure():
+        attend = helper
+        return lambda x: attend(x) * 2
+
+    by_closure = make_closure()
+    other = abs  # a default that is not the earlier answer stays as it is
+
+    def mixed(x, attend=helper, size=other):
+        return attend(x) * 2 + size(-1)
+
+    for fn in (by_default, by_keyword, by_closure, mixed):
+        plain = fn(0)
+        with graded_with(fn, helper=reference):
+            assert fn(0) == plain + 18, fn
+            assert helper is reference
+        assert fn(0) == plain and helper(0) == 1, fn
+    assert mixed.__defaults__ == (helper, abs) and by_keyword.__kwdefaults__ == {"attend": helper}
+    assert by_closure.__closure__[0].cell_contents is helper
+    with pytest.raises(RuntimeError):  # put back when the block raises too
+        with graded_with(by_default, helper=reference):
+            raise RuntimeError
+    assert by_default.__defaults__ == (helper,)
+
 def test_a_rebound_reference_is_refused(monkeypatch):
     """Helper C's finding: an answer cell could make the check's reference its own answer by rebinding it."""
     def mine(maps):
