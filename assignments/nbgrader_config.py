@@ -12,6 +12,52 @@ c.ExecutePreprocessor.timeout = 300
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
+# Feedback without the hidden tests: nbgrader's default preprocessors (GetGrades, CSSHTMLHeaderPreprocessor) with two
+# between them. ClearHiddenTests removes each test cell's BEGIN/END HIDDEN TESTS region from the feedback; before it,
+# _HiddenTestFrames cuts a failed test cell's own frames in its traceback to their first line (`Cell In[n], line k`),
+# since IPython shows the lines around the one that failed, hidden ones included. What the tests printed stays, and
+# so does each error's last line (a check's message), which can name hidden cases (docs/instructors.md).
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor as _CSSHTMLHeader, Preprocessor as _Preprocessor
+from nbgrader.preprocessors import ClearHiddenTests as _ClearHiddenTests, GetGrades as _GetGrades
+import re as _re
+from traitlets import Bool as _Bool
+
+
+class _HiddenTestFrames(_Preprocessor):
+    """In a test cell that holds hidden tests, each traceback frame of the cell itself, or that shows a hidden line
+    or marker, is cut to its first line. The frames of other code (the student's answer, the package) stay."""
+
+    enabled = _Bool(True)  # nbconvert's preprocessors are off unless enabled
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code" or "### BEGIN HIDDEN TESTS" not in cell.source:
+            return cell, resources
+        hidden, inside = ["HIDDEN TESTS"], False
+        for line in cell.source.splitlines():
+            inside = (inside or "BEGIN HIDDEN TESTS" in line) and "END HIDDEN TESTS" not in line
+            if inside and len(line.strip()) >= 10:
+                hidden.append(line.strip())
+        own = _re.compile(rf"(Cell In ?\[{cell.execution_count}\]|Input In ?\[{cell.execution_count}\])")
+        note = "  (the test cell's lines are not shown: it holds hidden tests)"
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                frames = []
+                for frame in output.get("traceback", []):
+                    plain = _re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", frame)
+                    if own.match(plain) or any(line in plain for line in hidden):
+                        frame = frame.splitlines()[0] + note
+                    frames.append(frame)
+                output["traceback"] = frames
+        return cell, resources
+
+
+c.GenerateFeedback.preprocessors = [_GetGrades, _HiddenTestFrames, _ClearHiddenTests, _CSSHTMLHeader]
+# `nbgrader zip_collect NAME`: the files downloaded from a learning platform go in downloaded/NAME/archive/, each
+# notebook named STUDENT_NOTEBOOK.ipynb (alice_a_patches_and_attention.ipynb: a student id without "_", then the
+# released notebook's name), alone or inside .zip files; each goes to submitted/STUDENT/NAME/NOTEBOOK.ipynb. nbgrader
+# matches the whole path of each extracted file, hence the leading folders.
+c.FileNameCollectorPlugin.named_regexp = r".*[/\\](?P<student_id>[^/\\_]+)_(?P<file_id>[^/\\]+\.ipynb)$"
+
 # --- Grading offline: MathJax from this machine, never from a CDN (tests/test_formgrader_offline.py) -------------
 # nbgrader's Formgrader page and its feedback files call nbconvert's `mathjax()` macro with no URL, so they load
 # MathJax 2.7.7 from cdnjs whatever HTMLExporter.mathjax_url says (offline: "MathJax is not defined", the score

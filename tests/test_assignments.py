@@ -3,20 +3,24 @@
 Tooling test. For each assignment, in a course folder of its own: `nbgrader generate_assignment` makes the
 students' version; it must hold none of the solutions' text, hidden tests, test markers or instructors' notes.
 Then the submissions go through one `nbgrader autograde`: the instructor's source (full marks), the released
-version unanswered (0 everywhere, and the autograder finishes), and the submissions of
+version unanswered (0 everywhere, and the autograder finishes; these two come in through `nbgrader zip_collect`
+from downloads named as docs/instructors.md says), and the submissions of
 tests/assignment_submissions_<a|b|c>.py -- plausible mistakes and attempts to call the package's (or PyTorch's)
 own solution -- each of which loses exactly the points of the parts it got wrong. Scores are read from
-nbgrader's gradebook.
+nbgrader's gradebook. Then `nbgrader generate_feedback`: no feedback file holds hidden-test code, tracebacks included.
 
 Skipped, saying why, where nbgrader is not installed (it is in [dev]); B and C need CIFAR-10 (`make data`).
 """
 
+import html
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -98,6 +102,31 @@ def _solution_lines(cells: list[dict]) -> set[str]:
     return inside - outside
 
 
+def _hidden_lines(cells: list[dict]) -> tuple[set[str], set[str]]:
+    """(hidden, visible): the test cells' lines of 20 characters or more inside BEGIN/END HIDDEN TESTS that appear
+    nowhere outside those regions, and the test cells' lines outside them."""
+    inside, outside, visible = set(), set(), set()
+    for cell in cells:
+        test = cell["metadata"].get("nbgrader", {}).get("grade") and cell["cell_type"] == "code"
+        region = False
+        for line in _text(cell).splitlines():
+            stripped = line.strip()
+            if stripped.startswith("### BEGIN HIDDEN TESTS"):
+                region = True
+            elif stripped.startswith("### END HIDDEN TESTS"):
+                region = False
+            elif len(stripped) >= 20:
+                (inside if region else outside).add(stripped)
+                if test and not region:
+                    visible.add(stripped)
+    return inside - outside, visible
+
+
+def _page_text(path: Path) -> str:
+    """The text of an HTML page (tags removed, entities decoded), as a reader sees it."""
+    return html.unescape(re.sub(r"<[^>]*>", "", path.read_text(encoding="utf-8")))
+
+
 def _submit(course: Path, name: str, student: str, cells: list[dict], like: Path) -> None:
     nb = json.loads(like.read_text())
     nb["cells"] = cells
@@ -150,8 +179,19 @@ def test_an_assignment_through_nbgrader(tmp_path, name):
         assert noise.lower() not in release_text.lower(), f"{noise!r} in the students' version"
 
     plan = submissions(name)
-    _submit(course, name, "full", _cells(source), source)
-    _submit(course, name, "blank", _cells(released), released)
+    # The source and the blank release come in as docs/instructors.md says downloads do: in
+    # downloaded/NAME/archive/, named STUDENT_NOTEBOOK.ipynb, one alone and one inside a zip file; nbgrader
+    # zip_collect (with the kit's FileNameCollectorPlugin.named_regexp) puts them in submitted/.
+    archive = course / "downloaded" / name / "archive"
+    archive.mkdir(parents=True)
+    shutil.copy(source, archive / f"full_{name}.ipynb")
+    with zipfile.ZipFile(archive / "downloads.zip", "w") as downloads:
+        downloads.write(released, f"blank_{name}.ipynb")
+    nbgrader(course, "zip_collect", name)
+    for student, notebook in (("full", source), ("blank", released)):
+        collected = course / "submitted" / student / name / f"{name}.ipynb"
+        assert collected.is_file(), f"zip_collect did not put {student}_{name}.ipynb at {collected}"
+        assert _cells(collected) == _cells(notebook), f"zip_collect's copy of {student}'s notebook differs"
     for student, (edits, _) in plan.items():
         cells = _cells(source)
         for grade_id, edit in edits.items():
@@ -183,3 +223,19 @@ def test_an_assignment_through_nbgrader(tmp_path, name):
         got = {k: s for k, (s, _) in scores[student].items()}
         want = {k: 0 if _part(k) in wrong_parts else p for k, (_, p) in tests.items()}
         assert got == want, f"{student} (wrong in {sorted(wrong_parts)}): scored {got}, expected {want}"
+
+    # Feedback (nbgrader generate_feedback, with the kit's preprocessors): no hidden test, not even in the lines a
+    # traceback shows around a failed one (blank's and the mistakes' feedback have many). The hidden lines were in
+    # the notebook autograde ran, and the feedback shows the visible test code, so the search can find them.
+    nbgrader(course, "generate_feedback", name)
+    hidden, visible = _hidden_lines(_cells(source))
+    assert len(hidden) >= 5 and visible, "the finder found too few test lines to mean anything"
+    graded = "\n".join(_text(c) for c in _cells(course / "autograded" / "full" / name / f"{name}.ipynb"))
+    assert hidden <= set(line.strip() for line in graded.splitlines()), "the hidden tests were not run"
+    for student in ("full", "blank", *plan):
+        page = _page_text(course / "feedback" / student / name / f"{name}.html")
+        assert "HIDDEN TESTS" not in page, f"{student}'s feedback holds a hidden-test marker"
+        leaked = sorted(line for line in hidden if line in page)  # in the cells or in a traceback's lines
+        assert not leaked, f"hidden test code in {student}'s feedback: {leaked[:5]}"
+        if student == "full":
+            assert visible <= set(line.strip() for line in page.splitlines()), "the feedback lacks visible tests"
