@@ -53,6 +53,8 @@ from typing import Callable, Iterable, Sequence
 import torch
 from torch.overrides import TorchFunctionMode
 
+from .grading_code import CodeBan
+
 __all__ = ["CheckResult", "Shortcut", "without", "guarded", "graded_with", "check_cases", "tampered",
            "stderr_on_stdout", "Captured"]
 
@@ -183,13 +185,27 @@ def without(paths: Sequence[str], hint: str = ""):
                     torch_banned[f] = path
                 if isinstance(f, types.FunctionType) and f.__module__ and f.__module__.startswith("torch"):
                     torch_banned[f] = path  # a PyTorch Python function: also refused by the mode
+    def record(path: str, shown: str, how: str) -> None:  # a banned code ran under another name (CodeBan)
+        message = f"solve it without {shown or path}" + (f": {hint}" if hint else "")
+        guard.refusals.append(Shortcut(f"{message} ({how})" if how else message))
+
+    # by code, too: the banned functions' code run through another function object, banned C functions called
+    ban = CodeBan([(f, path, shown) for f, _, path, shown in swapped],
+                  [(f, path) for f, path in torch_banned.items() if not isinstance(f, types.FunctionType)], record)
+    started = False
     _ACTIVE.append(guard)
     try:
         for fn, _, path, shown in swapped:
             fn.__code__ = _refusing_code(fn, path, shown)
         with _RefuseTorch(torch_banned) if torch_banned else nullcontext():
+            if ban:
+                ban.start()
+                started = True
             yield guard
     finally:
+        if started and not ban.stop():
+            guard.refusals.append(Shortcut("the answer changed the profile function (sys.setprofile) that the guard "
+                                           "watches its calls with: solve it without changing it"))
         for fn, code, *_ in swapped:
             fn.__code__ = code
         _ACTIVE.remove(guard)
