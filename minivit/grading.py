@@ -31,6 +31,21 @@ recorded, then prints what it caught on stdout, each line prefixed "the answer w
 warned: ". `guarded` answers and every case `check_cases` and the `minivit.exercises` checks run (`_run`) go
 through it; a wrong answer still fails with its message.
 
+The checks compare with what they took when grading was first imported, not with what the names hold later:
+`torch.allclose`, `torch.equal`, `torch.isclose`, `torch.testing.assert_close`, `torch.Tensor` and its attributes,
+kept in a read-only record (`_ORIGINAL`, held in three places that must agree; the grading kernel's extension,
+`minivit.grading_kernel`, keeps a copy). `_compare` and `close` (for a test cell's own comparison) take only a plain
+tensor (`torch.Tensor` or `nn.Parameter`, no subclass: a subclass decides itself how it compares), and refuse to
+compare while `tampered()` finds PyTorch's comparisons rebound, one of torch.Tensor's methods set, or a PyTorch mode
+an answer left active. `guarded` refuses, before and after each call of the answer, when anything `tampered()`
+reports was changed (the package's functions or their code too, or the record itself); `restore()` puts back what
+it can. What this does not catch: the answer runs in the test cells' own process, so code that reaches these
+objects otherwise (`gc`, a function's `__closure__` or `__defaults__`, a copy of this module with its checks
+removed) can undo any of it. The checks are hard to fake by accident or by a one-line trick, not tamper-proof:
+`minivit.grading_kernel` refuses the cells after an answer that changed the kernel, and the scan of the
+submissions (`python -m minivit.autograde scan`, `minivit.grading_scan`) lists for the instructor what such code
+needs.
+
 No guard stops an answer that copies the package's source text; the kit's README says what that means for graded
 use. Introduced in 00_start_here.ipynb with `minivit.exercises`, whose checks use it; the nbgrader kit in
 `assignments/` grades with it.
@@ -55,8 +70,8 @@ from torch.overrides import TorchFunctionMode
 
 from .grading_code import CodeBan
 
-__all__ = ["CheckResult", "Shortcut", "without", "guarded", "graded_with", "check_cases", "tampered",
-           "stderr_on_stdout", "Captured"]
+__all__ = ["CheckResult", "Shortcut", "without", "guarded", "graded_with", "check_cases", "tampered", "restore",
+           "close", "stderr_on_stdout", "Captured"]
 
 
 class Shortcut(Exception):
@@ -316,8 +331,12 @@ def stderr_on_stdout():
 
 # The modules whose bindings are kept: the package's (all of its submodules) and the functional API that checks'
 # references call. Not torch itself: PyTorch rebinds some of its own names when it loads parts of itself (e.g.
-# torch.manual_seed, wrapped when torch._dynamo loads).
+# torch.manual_seed, wrapped when torch._dynamo loads); its comparisons are kept apart (`_REFERENCES`).
 _WATCHED = ("minivit", "torch.nn.functional", "scipy.ndimage")
+# What the comparisons of the checks use, by the name an answer would rebind: taken once, and used only as taken.
+_REFERENCES = ("torch.Tensor", "torch.nn.Parameter", "torch.allclose", "torch.equal", "torch.isclose",
+               "torch.testing.assert_close")
+_MISSING = object()
 
 
 def _bindings() -> dict:
@@ -331,14 +350,74 @@ def _bindings() -> dict:
     return found
 
 
-# Taken when grading is first imported (an assignment's locked set-up cell), kept across a reload of this module.
-_ORIGINAL = sys.__dict__.setdefault("_minivit_grading_bindings", _bindings())
+def _current(path: str):
+    """What `torch.a.b` is bound to now (None where it is not)."""
+    obj = torch
+    for part in path.split(".")[1:]:
+        obj = getattr(obj, part, None)
+    return obj
 
 
-def tampered() -> list[str]:
-    """The package's (or PyTorch's) callables that were rebound, or whose code was replaced, since grading was
-    first imported: an answer cell that sets `minivit.attention_rollout = my_rollout` would otherwise make the
-    check's reference its own answer."""
+def _record() -> types.MappingProxyType:
+    """The package's bindings, PyTorch's comparisons and torch.Tensor's attributes as they are now, read-only."""
+    return types.MappingProxyType({
+        "bindings": types.MappingProxyType(_bindings()),
+        "references": types.MappingProxyType({path: _current(path) for path in _REFERENCES}),
+        "tensor": types.MappingProxyType(dict(vars(torch.Tensor))),
+    })
+
+
+# Taken when grading is first imported (the grading kernel's extension, minivit.grading_kernel, when the kernel
+# starts; else an assignment's locked set-up cell) and kept across a reload of this module. Read-only mappings, held
+# in three places that must agree (here, in sys, and `tampered`'s default), and copied by the kernel extension: an
+# answer cannot clear it in one line, and replacing it is seen.
+_RECORD_KEY = "_minivit_grading_record"
+_ORIGINAL = sys.__dict__.setdefault(_RECORD_KEY, _record())
+_TENSOR = _ORIGINAL["references"]["torch.Tensor"]
+_PARAMETER = _ORIGINAL["references"]["torch.nn.Parameter"]
+_allclose = _ORIGINAL["references"]["torch.allclose"]
+_equal = _ORIGINAL["references"]["torch.equal"]
+
+
+def _foreign_modes() -> list[str]:
+    """The PyTorch function or dispatch modes in force that are not a guard's (nor torch.set_default_device's): a
+    mode left active by an answer sees, and can answer, every comparison."""
+    from torch.utils._device import DeviceContext  # noqa: PLC0415
+
+    modes = [type(m).__name__ for m in torch.overrides._get_current_function_mode_stack()
+             if not isinstance(m, (_RefuseTorch, DeviceContext))]
+    if torch._C._len_torch_dispatch_stack():
+        modes.append("a dispatch mode")
+    return [f"a PyTorch mode left active ({', '.join(modes)})"] if modes else []
+
+
+def _references_changed(record) -> list[str]:
+    """PyTorch's comparisons and torch.Tensor's attributes that differ from `record`, and foreign modes in force."""
+    changed = [path for path, value in record["references"].items() if _current(path) is not value]
+    tensor, now = record["tensor"], vars(record["references"]["torch.Tensor"])
+    changed += sorted(f"torch.Tensor.{k}" for k in set(tensor) | set(now)
+                      if tensor.get(k, _MISSING) is not now.get(k, _MISSING))
+    return changed + _foreign_modes()
+
+
+def _record_problem(record) -> list[str]:
+    """What is wrong with grading's record `record`: empty when it is the one all three places hold."""
+    held = (sys.__dict__.get(_RECORD_KEY), globals().get("_ORIGINAL"))
+    if not isinstance(record, types.MappingProxyType) or any(r is not record for r in held):
+        return ["minivit.grading's record of the package's functions (replaced or removed)"]
+    return []
+
+
+def tampered(_record=_ORIGINAL) -> list[str]:
+    """What was changed since grading was first imported, that the checks rely on: the package's (or the functional
+    API's) callables rebound or their code replaced (an answer cell that sets `minivit.attention_rollout =
+    my_rollout` would make the check's reference its own answer), PyTorch's comparisons (`torch.allclose`,
+    `torch.equal`, `torch.isclose`, `torch.testing.assert_close`, `torch.Tensor` itself) rebound, an attribute of
+    `torch.Tensor` (its methods: `allclose`, `float`, `__eq__`, ...) set or removed, a PyTorch mode left active, or
+    grading's own record replaced. Empty when nothing was."""
+    problem = _record_problem(_record)
+    if problem:
+        return problem
     now = _bindings()
 
     def changed(key, value, code) -> bool:
@@ -349,22 +428,87 @@ def tampered() -> list[str]:
             return True
         refusing = _ACTIVE and code_now is not None and code_now.co_filename.startswith("<refused")  # a guard's own
         return code_now is not code and not refusing
-    return sorted(f"{m}.{n}" for (m, n), (value, code) in _ORIGINAL.items() if changed((m, n), value, code))
+    rebound = sorted(f"{m}.{n}" for (m, n), (value, code) in _record["bindings"].items()
+                     if changed((m, n), value, code))
+    return rebound + _references_changed(_record)
+
+
+def restore(_record=_ORIGINAL) -> list[str]:
+    """Put back what `tampered()` reports, as far as it can: the package's callables and their code, PyTorch's
+    comparisons, torch.Tensor's attributes (not a foreign mode, not the record itself). Returns what it put back.
+    The grading kernel's extension calls it before refusing the cells that follow an answer that changed them."""
+    if _record_problem(_record):
+        return []
+    put_back = []
+    for (module, name), (value, code) in _record["bindings"].items():
+        held = sys.modules.get(module)
+        if held is None:
+            continue
+        if vars(held).get(name, _MISSING) is not value:
+            setattr(held, name, value)
+            put_back.append(f"{module}.{name}")
+        if code is not None and getattr(value, "__code__", code) is not code and not _ACTIVE:
+            value.__code__ = code
+            put_back.append(f"{module}.{name}")
+    for path, value in _record["references"].items():
+        if _current(path) is not value:
+            owner = _current(path.rsplit(".", 1)[0]) if path.count(".") > 1 else torch
+            setattr(owner, path.rsplit(".", 1)[1], value)
+            put_back.append(path)
+    tensor = _record["references"]["torch.Tensor"]
+    for k in set(vars(tensor)) | set(_record["tensor"]):
+        if _record["tensor"].get(k, _MISSING) is not vars(tensor).get(k, _MISSING):
+            if k in _record["tensor"]:
+                setattr(tensor, k, _record["tensor"][k])
+            else:
+                delattr(tensor, k)
+            put_back.append(f"torch.Tensor.{k}")
+    return sorted(set(put_back))
+
+
+def _refuse_if_tampered(when: str = "") -> None:
+    changed = tampered()
+    if changed:
+        raise Shortcut(f"the package's own functions or PyTorch's comparisons were changed{when} "
+                       f"({', '.join(changed[:3])}): grading needs them as they are; solve it without changing them")
+
+
+def _plain(value, what: str) -> str | None:
+    """None when `value` is a plain tensor (torch.Tensor or nn.Parameter, no subclass); else what it is instead."""
+    if type(value) is _TENSOR or type(value) is _PARAMETER:
+        return None
+    if isinstance(value, _TENSOR):
+        return (f"{what} is a {type(value).__name__}, a subclass of torch.Tensor: expected a plain torch.Tensor "
+                f"(a subclass decides itself how it compares)")
+    return f"{what} is a {type(value).__name__}, expected a plain torch.Tensor"
+
+
+def close(got, expected, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
+    """`torch.allclose(got, expected)` with the function taken when grading was imported, for test cells: True or
+    False on plain tensors; raises Shortcut (a message saying what was expected) when either is not a plain tensor
+    or PyTorch's comparisons were changed (see `tampered`)."""
+    for value, what in ((got, "the answer's value"), (expected, "the expected value")):
+        problem = _plain(value, what)
+        if problem:
+            raise Shortcut(problem)
+    changed = _references_changed(_ORIGINAL)
+    if changed:
+        raise Shortcut(f"PyTorch's comparisons were changed ({', '.join(changed[:3])}): grading needs them as they are")
+    return bool(_allclose(got, expected, rtol=rtol, atol=atol))
 
 
 def guarded(fn: Callable, paths: Sequence[str], hint: str = "") -> Callable:
-    """`fn` whose every call runs `without(paths, hint)`, after checking that no package function was rebound or
-    changed (see `tampered`), with what it writes to stderr, and its warnings, shown on stdout instead
-    (`stderr_on_stdout`): a test cell that calls the answer itself loses no points to them. The wrapper keeps
-    `fn`'s name and docstring."""
+    """`fn` whose every call runs `without(paths, hint)`, after checking that nothing the checks rely on was changed
+    (see `tampered`) -- and again after the call, so an answer that changes them while it runs is refused too --,
+    with what it writes to stderr, and its warnings, shown on stdout instead (`stderr_on_stdout`): a test cell that
+    calls the answer itself loses no points to them. The wrapper keeps `fn`'s name and docstring."""
     @functools.wraps(fn)
     def answer(*args, **kwargs):
-        changed = tampered()
-        if changed:
-            raise Shortcut(f"the package's own functions were changed ({', '.join(changed[:3])}): grading needs "
-                           f"them as they are; solve it without changing them")
+        _refuse_if_tampered()
         with stderr_on_stdout(), without(paths, hint):
-            return fn(*args, **kwargs)
+            value = fn(*args, **kwargs)
+        _refuse_if_tampered(" while the answer ran")
+        return value
     return answer
 
 
@@ -474,16 +618,24 @@ def _call(fn, *args):
 def _compare(got, expected: torch.Tensor, atol: float = 1e-5, what: str = "output",
              order_hint: str = "") -> str | None:
     """None when `got` is a tensor equal to `expected` (shape, then values); else what differs. When the values
-    are all there but in another order, says so, followed by `order_hint`."""
-    if not isinstance(got, torch.Tensor):
+    are all there but in another order, says so, followed by `order_hint`. Only a plain tensor is compared (a
+    subclass is refused: it decides itself how it compares), with the comparison taken when grading was imported,
+    and not while PyTorch's comparisons stand changed (see `tampered`)."""
+    if not isinstance(got, torch.Tensor) and not isinstance(got, _TENSOR):
         return f"returned {type(got).__name__}, expected a tensor of shape {tuple(expected.shape)}"
+    problem = _plain(got, what) or _plain(expected, "the check's expected value")
+    if problem:
+        return problem
+    changed = _references_changed(_ORIGINAL)
+    if changed:
+        return f"PyTorch's comparisons were changed ({', '.join(changed[:3])}): grading needs them as they are"
     if tuple(got.shape) != tuple(expected.shape):
         return f"{what} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
-    if not torch.allclose(got.float(), expected.float(), atol=atol, rtol=1e-4):
+    if not _allclose(got.float(), expected.float(), atol=atol, rtol=1e-4):
         err = (got.float() - expected.float()).abs().max().item()
         message = f"{what} has the right shape but wrong values (largest difference {err:.3g})"
-        if torch.allclose(got.float().flatten().sort().values, expected.float().flatten().sort().values,
-                          atol=atol, rtol=1e-4):
+        if _allclose(got.float().flatten().sort().values, expected.float().flatten().sort().values,
+                     atol=atol, rtol=1e-4):
             message += "; the values are all there, in another order" + (f": {order_hint}" if order_hint else "")
         return message
     return None
@@ -505,7 +657,7 @@ def check_cases(name: str, fn: Callable, reference: Callable, cases: Sequence[tu
             if problem and isinstance(got, torch.Tensor) and got.shape == expected.shape:
                 for mistake, hint in mistakes:
                     wrong = mistake(*args)
-                    if wrong.shape == got.shape and torch.allclose(got.float(), wrong.float(), atol=atol, rtol=1e-4):
+                    if wrong.shape == got.shape and _allclose(got.float(), wrong.float(), atol=atol, rtol=1e-4):
                         return f"{problem}: {hint}"
             return problem
         return run
