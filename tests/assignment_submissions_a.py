@@ -1,7 +1,8 @@
 """Submissions to assignment A (tests/test_assignments.py): plausible mistakes and attempts to call the package's
-or PyTorch's own solution. student -> ({solution cell: (anchor, replacement) or a whole new source}, the parts
-that lose all their points). Every other part keeps all of its points: part 3 is graded with a correct part 2.
-A correct answer that writes to stderr keeps its points too ("noisy")."""
+or PyTorch's own solution. student -> ({solution cell: (anchor, replacement), a list of them or a whole new
+source}, the parts that lose all their points). Every other part keeps all of its points: part 3 is graded with a
+correct part 2, even one it holds as a default argument. A correct answer that writes to stderr keeps its points
+too ("noisy")."""
 
 PERMUTE = "grid = grid.permute(0, 2, 4, 3, 5, 1)"
 
@@ -48,6 +49,19 @@ SUBMISSIONS = {
                 "                           'proj.weight': proj_weight, 'proj.bias': proj_bias})\n"
                 "    return layer(x)\n"),
     }, {"patchify", "attention", "mha"}),
+    # multi-head attention with neither bias (the hunt's W4): a fresh block's biases are 0, so test_mha_2 gives its
+    # block random ones; the part loses all its points.
+    "no-biases": ({
+        "mha": [("qkv = x @ qkv_weight.T + qkv_bias", "qkv = x @ qkv_weight.T"),
+                ("return out @ proj_weight.T + proj_bias", "return out @ proj_weight.T")],
+    }, {"mha"}),
+    # part 2 without the scale; part 3 right, holding part 2's answer as a default argument (the hunt's W7): graded
+    # with the reference part 2 all the same (graded_with replaces it in the defaults), so part 3 keeps its points.
+    "default-argument": ({
+        "attention": (" / math.sqrt(q.shape[-1])", ""),
+        "mha": [("heads: int) -> torch.Tensor:", "heads: int, attend=attention) -> torch.Tensor:"),
+                ("out, _ = attention(q, k, v)", "out, _ = attend(q, k, v)")],
+    }, {"attention"}),
     # every part right, each writing to stderr as students' answers do: a print to sys.stderr, a warning, logging,
     # a tqdm bar and a write on file descriptor 2. nbgrader scores a cell with stderr output 0: the checks show it
     # on stdout instead, so every part keeps its points.

@@ -45,7 +45,7 @@ SHORT = {"a_patches_and_attention": "a", "b_higher_resolution": "b", "c_inspecti
 
 def submissions(name: str) -> dict:
     """tests/assignment_submissions_<a|b|c>.py: student -> ({solution grade_id: edit}, parts that lose their points),
-    where an edit is (anchor, replacement) or a whole new cell source."""
+    where an edit is (anchor, replacement), a list of such pairs, or a whole new cell source."""
     return importlib.import_module(f"tests.assignment_submissions_{SHORT[name]}").SUBMISSIONS
 
 
@@ -139,12 +139,12 @@ def _edit(cells: list[dict], grade_id: str, edit) -> None:
     target = [c for c in cells if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id]
     assert len(target) == 1, f"no solution cell {grade_id!r}"
     text = _text(target[0])
-    if isinstance(edit, tuple):
-        anchor, replacement = edit
-        assert anchor in text, f"the anchor {anchor!r} is no longer in cell {grade_id}"
-        text = text.replace(anchor, replacement)
-    else:
+    if isinstance(edit, str):
         text = edit
+    else:
+        for anchor, replacement in [edit] if isinstance(edit, tuple) else edit:
+            assert anchor in text, f"the anchor {anchor!r} is no longer in cell {grade_id}"
+            text = text.replace(anchor, replacement)
     target[0]["source"] = text
 
 
