@@ -11,6 +11,11 @@ c.ExecutePreprocessor.timeout = 300
 # The written answers' stub, and the code cells' (nbgrader's defaults, spelled out for instructors who change them).
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+# Every kernel nbgrader starts (to validate, to autograde) loads minivit's grading keeper, an IPython extension that
+# refuses every cell after an answer cell that changed the kernel's input transformers, the set-up cell's names or
+# the checks' references (minivit/grading_kernel.py). `python -m minivit.autograde` passes it to its sandboxed
+# kernels too.
+c.ExecutePreprocessor.extra_arguments = ["--IPKernelApp.extensions=minivit.grading_kernel"]
 
 # Feedback without the hidden tests: nbgrader's default preprocessors (GetGrades, CSSHTMLHeaderPreprocessor) with two
 # between them. ClearHiddenTests removes each test cell's BEGIN/END HIDDEN TESTS region from the feedback; before it,

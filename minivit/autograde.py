@@ -47,6 +47,7 @@ import tempfile
 from pathlib import Path
 
 KERNEL_NAME = "minivit-sandbox"
+KEEPER = "minivit.grading_kernel"  # the IPython extension each kernel loads: refuses the cells after a tampering one
 SPEC_VARIABLE = "MINIVIT_SANDBOX_SPEC"  # the sandbox's layout, from the grading command to the kernel's launcher
 HOW_TO_GET = ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`, Fedora: `sudo dnf install "
               "bubblewrap`)")
@@ -186,7 +187,7 @@ def bwrap_command(spec: dict, cwd: Path, copy: Path, connection_file: str, kerne
     # parent_handle=1: the kernel's parent is the namespace's init (bwrap), which outlives it; no parent to poll
     # (bwrap ends the kernel when nbgrader goes away), and no banner for a kernel started by hand on the terminal.
     cmd += ["--chdir", str(cwd), "--", spec["python"], "-m", "ipykernel_launcher", "-f", connection_file,
-            "--IPKernelApp.parent_handle=1", *kernel_args]
+            "--IPKernelApp.parent_handle=1", f"--IPKernelApp.extensions={KEEPER}", *kernel_args]
     return cmd
 
 
@@ -243,6 +244,9 @@ def autograde(name: str, kit: Path, student: str | None = None, force: bool = Fa
         raise ValueError(f"no assignment {name!r} in {kit / 'source'}: expected one of {', '.join(names)}")
     if not (kit / "gradebook.db").is_file():
         raise ValueError(f"{kit} has no gradebook.db: release the assignment first (make assignments KIT={kit})")
+    from minivit.grading_scan import report, scan  # noqa: PLC0415 (the launcher's top level: standard library)
+
+    print(report(name, scan(kit, name)), flush=True)  # what to read in the answers (docs/instructors.md)
     bin_dir = str(Path(sys.executable).parent)  # nbgrader runs `alembic` from PATH: this environment's
     env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
     args = [sys.executable, "-m", "nbgrader", "autograde", name, f"--CourseDirectory.root={kit}"]
@@ -276,6 +280,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["kernel"]:
         launch_kernel(argv[1:])
         return 0  # not reached: exec
+    if argv[:1] == ["scan"]:  # the scan alone; grading prints it first
+        from minivit.grading_scan import main as scan_main  # noqa: PLC0415
+
+        return scan_main(argv[1:])
     if argv[:1] == ["check"]:  # `make autograde`'s first step: the sandbox, before anything is installed
         problem = None if "--unsandboxed" in argv[1:] else sandbox_problem()
         if problem:
