@@ -44,6 +44,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 KERNEL_NAME = "minivit-sandbox"
@@ -231,11 +232,27 @@ def launch_kernel(argv: list[str]) -> None:
     os.execv(cmd[0], cmd)
 
 
+def _students(kit: Path, name: str, student: str | None) -> list[str]:
+    """The students with a submission of `name` in `kit` (only `student`, if given), sorted."""
+    found = sorted(p.parent.name for p in (kit / "submitted").glob(f"*/{name}") if p.is_dir())
+    if student is not None:
+        return [student] if student in found else []
+    return found
+
+
+def _threads(jobs: int) -> str:
+    """Threads for each of `jobs` kernels at once: the cores this process may use, shared out (at least 1)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return str(max(1, cores // jobs))
+
+
 def autograde(name: str, kit: Path, student: str | None = None, force: bool = False,
-              unsandboxed: bool = False) -> int:
+              unsandboxed: bool = False, jobs: int = 1) -> int:
     """`nbgrader autograde name` in the course folder `kit`, each notebook run in grading's sandbox (or, with
-    `unsandboxed`, as nbgrader runs it). Refuses, changing no file, when the sandbox cannot be had (SandboxUnavailable)
-    or the arguments name no assignment (ValueError). Returns nbgrader's exit status."""
+    `unsandboxed`, as nbgrader runs it). With `jobs` > 1, that many students are graded at once, each by its own
+    `nbgrader autograde --student` (one kernel each, the cores shared out among them). Refuses, changing no file,
+    when the sandbox cannot be had (SandboxUnavailable) or the arguments name no assignment (ValueError). Returns
+    nbgrader's exit status (with `jobs`, the first non-zero one)."""
     kit = Path(kit).expanduser().resolve()
     names = sorted(p.name for p in (kit / "source").iterdir() if p.is_dir()) if (kit / "source").is_dir() else []
     if not names:
@@ -247,20 +264,54 @@ def autograde(name: str, kit: Path, student: str | None = None, force: bool = Fa
     from minivit.grading_scan import report, scan  # noqa: PLC0415 (the launcher's top level: standard library)
 
     print(report(name, scan(kit, name)), flush=True)  # what to read in the answers (docs/instructors.md)
+    if not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a whole number of at least 1, got {jobs!r}")
+    problem = None if unsandboxed else sandbox_problem()
+    if problem:
+        raise SandboxUnavailable(problem)
+    if unsandboxed:
+        print("minivit.autograde: --unsandboxed: each submission runs as you, in the course folder, and can read the "
+              "solutions and hidden tests and write the gradebook", file=sys.stderr, flush=True)
+    if jobs == 1:
+        return _nbgrader_autograde(name, kit, student, force, unsandboxed)
+    students = _students(kit, name, student)
+    if not students:
+        raise ValueError(f"no submission of {name!r} in {kit / 'submitted'}"
+                         + (f" from {student!r}" if student else "") + ": expected submitted/STUDENT/" + name)
+    env = {} if any(v in os.environ for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")) else \
+        {"OMP_NUM_THREADS": _threads(jobs), "MKL_NUM_THREADS": _threads(jobs)}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        runs = list(pool.map(lambda s: (s, _nbgrader_autograde(name, kit, s, force, unsandboxed, env, capture=True)),
+                             students))
+    failed = [s for s, (code, _) in runs if code != 0]
+    for s, (code, output) in runs:
+        if code != 0:  # what went wrong, the student named; the others' logs are nbgrader's usual chatter
+            print(f"--- {s}: nbgrader autograde exited with {code}\n{output[-4000:]}", file=sys.stderr)
+    print(f"minivit.autograde: graded {len(students) - len(failed)} of {len(students)} submissions of {name}, "
+          f"{jobs} at a time" + (f"; failed: {', '.join(failed)}" if failed else ""), flush=True)
+    return next((code for _, (code, _) in runs if code != 0), 0)
+
+
+def _nbgrader_autograde(name: str, kit: Path, student: str | None, force: bool, unsandboxed: bool,
+                        extra_env: dict | None = None, capture: bool = False):
+    """One `nbgrader autograde` (of `student`'s submission, or of all), sandboxed unless `unsandboxed`: its exit
+    status, or with `capture` (exit status, its output)."""
     bin_dir = str(Path(sys.executable).parent)  # nbgrader runs `alembic` from PATH: this environment's
-    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""), **(extra_env or {})}
     args = [sys.executable, "-m", "nbgrader", "autograde", name, f"--CourseDirectory.root={kit}"]
     if student:
         args.append(f"--student={student}")
     if force:
         args.append("--force")
-    if unsandboxed:
-        print("minivit.autograde: --unsandboxed: each submission runs as you, in the course folder, and can read the "
-              "solutions and hidden tests and write the gradebook", file=sys.stderr, flush=True)
+
+    def run():
+        if capture:
+            done = subprocess.run(args, cwd=kit, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            return done.returncode, done.stdout
         return subprocess.run(args, cwd=kit, env=env).returncode
-    problem = sandbox_problem()
-    if problem:
-        raise SandboxUnavailable(problem)
+
+    if unsandboxed:
+        return run()
     work = Path(tempfile.mkdtemp(prefix="mvg-"))  # short: a Unix socket's path holds at most 107 bytes
     try:
         spec = sandbox_spec(kit, work)
@@ -270,7 +321,7 @@ def autograde(name: str, kit: Path, student: str | None = None, force: bool = Fa
                     "JUPYTER_RUNTIME_DIR": str(runtime)})
         args += [f"--Execute.kernel_name={KERNEL_NAME}", "--KernelManager.transport=ipc",
                  f"--KernelManager.connection_file={runtime / 'kernel.json'}", f"--KernelManager.ip={runtime / 'k'}"]
-        return subprocess.run(args, cwd=kit, env=env).returncode
+        return run()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -300,9 +351,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="grade again submissions already graded")
     parser.add_argument("--unsandboxed", action="store_true",
                         help="grade without the sandbox (every submission runs as you, in the course folder)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="grade this many submissions at once, the cores shared out among them (default: 1)")
     args = parser.parse_args(argv)
     try:
-        return autograde(args.assignment, Path(args.kit), args.student, args.force, args.unsandboxed)
+        return autograde(args.assignment, Path(args.kit), args.student, args.force, args.unsandboxed, args.jobs)
     except SandboxUnavailable as error:
         print(f"minivit.autograde: {error} (or pass --unsandboxed to grade without it, trusting every submission)",
               file=sys.stderr)

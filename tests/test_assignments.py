@@ -2,7 +2,8 @@
 
 Tooling test. For each assignment, in a course folder of its own: `nbgrader generate_assignment` makes the
 students' version; it must hold none of the solutions' text, hidden tests, test markers or instructors' notes.
-Then the submissions go through one `nbgrader autograde`: the instructor's source (full marks), the released
+Then the submissions are graded by the kit's grading command (`python -m minivit.autograde`, nbgrader autograde with
+each notebook in a bubblewrap sandbox, two at a time): the instructor's source (full marks), the released
 version unanswered (0 everywhere, and the autograder finishes; these two come in through `nbgrader zip_collect`
 from downloads named as docs/instructors.md says), and the submissions of
 tests/assignment_submissions_<a|b|c>.py -- plausible mistakes and attempts to call the package's (or PyTorch's)
@@ -74,6 +75,23 @@ def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
                          cwd=course, capture_output=True, text=True, timeout=900, env=env)
     assert run.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     return run
+
+
+def autograde(course: Path, name: str) -> None:
+    """Grade every submission of `name` with the kit's grading command, as docs/instructors.md gives it:
+    `python -m minivit.autograde NAME --kit COURSE --jobs 2`, each notebook in the bubblewrap sandbox. Where the
+    sandbox cannot be had, graded with --unsandboxed (the same nbgrader run, without the sandbox) -- unless
+    MINIVIT_REQUIRE_SANDBOX=1 (.ci/run), which makes that a failure."""
+    from minivit.autograde import sandbox_problem
+    problem = sandbox_problem()
+    if problem and os.environ.get("MINIVIT_REQUIRE_SANDBOX") == "1":
+        pytest.fail(f"MINIVIT_REQUIRE_SANDBOX=1, and grading's sandbox cannot be had: {problem}")
+    bin_dir = str(Path(sys.executable).parent)  # nbgrader runs `alembic` from PATH: this environment's
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    args = [sys.executable, "-m", "minivit.autograde", name, "--kit", str(course), "--jobs", "2"]
+    run = subprocess.run(args + (["--unsandboxed"] if problem else []), cwd=ROOT, capture_output=True, text=True,
+                         timeout=1800, env=env)
+    assert run.returncode == 0, f"{' '.join(args)} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
 
 
 def _cells(path: Path) -> list[dict]:
@@ -197,7 +215,7 @@ def test_an_assignment_through_nbgrader(tmp_path, name):
         for grade_id, edit in edits.items():
             _edit(cells, grade_id, edit)
         _submit(course, name, student, cells, source)
-    nbgrader(course, "autograde", name)
+    autograde(course, name)
 
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
