@@ -16,18 +16,28 @@ SUBMISSIONS = {
         "centre": (', indexing="ij")', ")"),
     }, {"rollout", "hide"}),
     # part 2 with the L1 distance between patch centres instead of the Euclidean one; part 4 measured from the
-    # patches' top-left corners (no + 0.5).
+    # patches' top-left corners (no + 0.5); part 3 taking the first score for [class]'s, so that patch 0 is never
+    # hidden (the hunt's W22, which no case saw: now patch 0, and the last patch, score highest in a case of each
+    # check).
     "mistakes-2": ({
         "distance": ("torch.cdist(centres, centres)", "torch.cdist(centres, centres, p=1)"),
         "centre": ("torch.arange(h) + 0.5, torch.arange(w) + 0.5", "torch.arange(h), torch.arange(w)"),
-    }, {"distance", "centre"}),
+        "hide": ("keep.scatter_(1, scores.topk(k, dim=1).indices, 0.0)",
+                 "keep.scatter_(1, scores[:, 1:].topk(k, dim=1).indices + 1, 0.0)"),
+    }, {"distance", "centre", "hide"}),
     # parts 1 and 2 done by the package's own functions, held where a renaming guard would not look: a default
-    # argument and a functools.partial. Each would be right if it were allowed to run.
+    # argument and a functools.partial; part 3 by the reference the comparison after part 4 uses
+    # (minivit.references, which the release names but does not spell out). Each would be right if it were allowed
+    # to run.
     "bypass": ({
         "rollout": ("def rollout(maps, _r=minivit.attention_rollout):\n"
                     "    return _r(maps)\n"),
         "distance": ("import functools\n"
                      "\n"
                      "mean_distance = functools.partial(minivit.mean_attention_distance)\n"),
-    }, {"rollout", "distance"}),
+        "hide": ("from minivit.references import hide_highest\n"
+                 "\n"
+                 "def hide_patches(images, scores, k, patch_size):\n"
+                 "    return hide_highest(images, scores, k, patch_size)\n"),
+    }, {"rollout", "distance", "hide"}),
 }

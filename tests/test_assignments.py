@@ -122,7 +122,7 @@ def _solution_lines(cells: list[dict]) -> set[str]:
 
 def _hidden_lines(cells: list[dict]) -> tuple[set[str], set[str]]:
     """(hidden, visible): the test cells' lines of 20 characters or more inside BEGIN/END HIDDEN TESTS that appear
-    nowhere outside those regions, and the test cells' lines outside them."""
+    nowhere outside those regions, not even within a longer line, and the test cells' lines outside them."""
     inside, outside, visible = set(), set(), set()
     for cell in cells:
         test = cell["metadata"].get("nbgrader", {}).get("grade") and cell["cell_type"] == "code"
@@ -137,7 +137,8 @@ def _hidden_lines(cells: list[dict]) -> tuple[set[str], set[str]]:
                 (inside if region else outside).add(stripped)
                 if test and not region:
                     visible.add(stripped)
-    return inside - outside, visible
+    elsewhere = "\n".join(outside)
+    return {line for line in inside if line not in elsewhere}, visible
 
 
 def _page_text(path: Path) -> str:
