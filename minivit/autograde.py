@@ -280,9 +280,14 @@ def autograde(name: str, kit: Path, student: str | None = None, force: bool = Fa
                          + (f" from {student!r}" if student else "") + ": expected submitted/STUDENT/" + name)
     env = {} if any(v in os.environ for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")) else \
         {"OMP_NUM_THREADS": _threads(jobs), "MKL_NUM_THREADS": _threads(jobs)}
+    def grade(s: str) -> tuple[str, tuple[int, str]]:
+        code, output = _nbgrader_autograde(name, kit, s, force, unsandboxed, env, capture=True)
+        if code != 0 and "database is locked" in output:  # SQLite's lock outwaited by another job: once more
+            code, output = _nbgrader_autograde(name, kit, s, True, unsandboxed, env, capture=True)
+        return s, (code, output)
+
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        runs = list(pool.map(lambda s: (s, _nbgrader_autograde(name, kit, s, force, unsandboxed, env, capture=True)),
-                             students))
+        runs = list(pool.map(grade, students))
     failed = [s for s, (code, _) in runs if code != 0]
     for s, (code, output) in runs:
         if code != 0:  # what went wrong, the student named; the others' logs are nbgrader's usual chatter

@@ -163,6 +163,8 @@ def test_without_bwrap_grading_refuses_in_one_sentence_and_changes_nothing(relea
     run = subprocess.run([sys.executable, "-m", "minivit.autograde", "b_nope", "--kit", str(released)],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and f"expected one of {NAME}" in run.stderr, run.stderr
+    run = _grade(released, "--jobs", "0")
+    assert run.returncode == 2 and "at least 1" in run.stderr, run.stderr
     assert _tree(released) == before
 
 
@@ -192,10 +194,10 @@ def _alive(marker: str) -> list[int]:
 
 @pytest.fixture(scope="module")
 def graded(released) -> dict:
-    """The course graded by `python -m minivit.autograde`: each student's code scores, manual scores and the
+    """The course graded by `python -m minivit.autograde --jobs 2`: each student's code scores, manual scores and the
     ATTACK lines of Part 1's answer cell; the processes alive with the detached attack's marker right after."""
     _need_sandbox()
-    run = _grade(released)
+    run = _grade(released, "--jobs", "2")  # two at a time, as docs/instructors.md advises: each in its own sandbox
     survivors = _alive(MARKER)
     for pid in survivors:  # ours: do not leave them running, whatever the test says next
         os.kill(pid, 9)
