@@ -6,8 +6,8 @@
 
 `without(paths, hint)` is a context manager in which the callables at `paths` refuse to run: each call raises
 `Shortcut("solve it without <path>: <hint>")`. The refusal is made on the callables themselves, not on the names
-that hold them, so it reaches every way an answer can hold one -- a module's name, a notebook global, a closure,
-a default argument, a `functools.partial`, a list, an object's attribute, an `nn.Module` instance:
+that hold them, so it reaches the ordinary ways an answer can hold one -- a module's name, a notebook global, a
+closure, a default argument, a `functools.partial`, a list, an object's attribute, an `nn.Module` instance:
 
 - a Python function (the package's functions, methods such as `torch.nn.MultiheadAttention.forward`) has its
   `__code__` swapped for one that raises, and put back on the way out;
@@ -46,9 +46,14 @@ removed) can undo any of it. The checks are hard to fake by accident or by a one
 submissions (`python -m minivit.autograde scan`, `minivit.grading_scan`) lists for the instructor what such code
 needs.
 
-No guard stops an answer that copies the package's source text; the kit's README says what that means for graded
-use. Introduced in 00_start_here.ipynb with `minivit.exercises`, whose checks use it; the nbgrader kit in
-`assignments/` grades with it.
+Their code is refused too (`minivit.grading_code.CodeBan`, a `sys.setprofile` hook while the block runs): a call
+of another function object whose code is a banned function's -- its module run again from its file, a function
+re-made from a saved code object, a verbatim copy of its source -- or of a banned C function is recorded and refused
+when the block ends. This is a hint against using the ready-made solution, hard to get round by accident; it is not
+a security boundary (a copy of the source with a line changed, code run in another thread, gets round it). What
+protects grading from a submission is the sandboxed grading command, `python -m minivit.autograde`.
+Introduced in 00_start_here.ipynb with `minivit.exercises`, whose checks use it; the nbgrader kit in `assignments/`
+grades with it.
 """
 
 from __future__ import annotations
