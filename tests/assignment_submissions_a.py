@@ -87,3 +87,53 @@ SUBMISSIONS = {
                  "    qkv_weight = torch.cat("),
     }, set()),
 }
+
+# Answers that fake the checks from an answer cell (issue 38 item 2, the hunt's rows 19-24), each on the instructor's
+# source. An answer cell that changes the kernel, the set-up cell's names or the checks' references gets every later
+# cell refused by the grading kernel's keeper (minivit.grading_kernel): it loses every part from its own on. One
+# that fakes only its own values (a tensor subclass) loses its part.
+FIRST_ANSWER = "def my_patchify("
+SUBMISSIONS.update({
+    # row 24: an input transformer in the first answer cell; every later cell would run `pass`
+    "fake-transformer": ({
+        "patchify": (FIRST_ANSWER, "get_ipython().input_transformers_cleanup.append(lambda lines: ['pass\\n'])\n\n"
+                                   + FIRST_ANSWER),
+    }, {"patchify", "attention", "mha", "flax"}),
+    # row 19: `guarded` rebound, and part 2 answered by the package's own function
+    "fake-guarded": ({
+        "attention": ("guarded = lambda fn, paths, hint='': fn\n\n"
+                      "def attention(q, k, v):\n    return minivit.attention_with_weights(q, k, v)\n"),
+    }, {"attention", "mha", "flax"}),
+    # row 20: the checks rebound to pass, part 3 answered with zeros
+    "fake-checks": ({
+        "mha": ("from minivit.grading import CheckResult\n"
+                "check_multi_head_attention = lambda *a, **k: CheckResult('multi-head attention', 3, 3)\n"
+                "check_cases = lambda name, *a, **k: CheckResult(name, 1, 1)\n\n"
+                "def multi_head_attention(x, qkv_weight, qkv_bias, proj_weight, proj_bias, heads):\n"
+                "    return torch.zeros_like(x)\n"),
+    }, {"mha", "flax"}),
+    # row 21: PyTorch's comparisons replaced (part 4's answer right otherwise)
+    "fake-allclose": ({
+        "flax": ("def from_flax(", "torch.allclose = torch.equal = lambda *a, **k: True\n\ndef from_flax("),
+    }, {"flax"}),
+    # row 23: grading's record cleared (refused: it is read-only), then part 1's reference given zeros' code
+    "fake-record": ({
+        "flax": ("def from_flax(", "import minivit.grading, minivit.patching\n"
+                                   "try:\n    minivit.grading._ORIGINAL.clear()\nexcept Exception:\n    pass\n"
+                                   "minivit.patching.patchify.__code__ = (lambda images, patch_size: images).__code__\n"
+                                   "\ndef from_flax("),
+    }, {"flax"}),
+    # row 22: zeros returned as a tensor subclass that agrees with every comparison (no global changed)
+    "fake-subclass": ({
+        "patchify": ("class Agreeable(torch.Tensor):\n"
+                     "    @classmethod\n"
+                     "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+                     "        if getattr(func, '__name__', '') in ('allclose', 'equal', 'isclose'):\n"
+                     "            return True\n"
+                     "        return super().__torch_function__(func, types, args, kwargs or {})\n\n"
+                     "def my_patchify(images, patch_size):\n"
+                     "    b, c, h, w = images.shape\n"
+                     "    n = (h // patch_size) * (w // patch_size)\n"
+                     "    return torch.zeros(b, n, patch_size * patch_size * c).as_subclass(Agreeable)\n"),
+    }, {"patchify"}),
+})

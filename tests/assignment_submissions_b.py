@@ -46,3 +46,10 @@ SUBMISSIONS = {
                      "    return losses\n"),
     }, {"resize", "model", "authors", "finetune"}),
 }
+
+# The hunt's row 25 (issue 38 item 2): an input transformer in the first answer cell, which made every later cell,
+# test cells included, run `pass`. The grading kernel's keeper refuses every cell after it: all four parts lost.
+SUBMISSIONS["fake-transformer"] = ({
+    "resize": ("def my_resize_pos_embed(", "get_ipython().input_transformers_cleanup.append(lambda lines: ['pass\\n'])"
+                                           "\n\ndef my_resize_pos_embed("),
+}, {"resize", "model", "authors", "finetune"})

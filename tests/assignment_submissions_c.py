@@ -41,3 +41,10 @@ SUBMISSIONS = {
                  "    return hide_highest(images, scores, k, patch_size)\n"),
     }, {"rollout", "distance", "hide"}),
 }
+
+# The hunt's row 26 (issue 38 item 2): an input transformer in the first answer cell, which made every later cell,
+# test cells included, run `pass`. The grading kernel's keeper refuses every cell after it: all four parts lost.
+SUBMISSIONS["fake-transformer"] = ({
+    "rollout": ("def rollout(", "get_ipython().input_transformers_cleanup.append(lambda lines: ['pass\\n'])"
+                                "\n\ndef rollout("),
+}, {"rollout", "distance", "hide", "centre"})
