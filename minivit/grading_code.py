@@ -7,7 +7,7 @@ re-made from a code object saved before the guard started (`types.FunctionType(f
 in a subclass, or the module's source text executed again (`exec(inspect.getsource(minivit.patching))`). Each of
 these runs code that is the banned function's: the same file, name and first line, or (for a copy of the source) the
 same bytecode, constants, names and local names -- on Python 3.11 a verbatim copy compiles to equal `co_code`,
-`co_consts`, `co_names` and `co_varnames` under another file name, checked in tests/test_grading.py.
+`co_consts`, `co_names` and `co_varnames` under another file name, checked in tests/test_grading_code.py.
 
 `CodeBan` is a `sys.setprofile` hook, installed while a guard is active, that looks at every Python call ('call'
 events) and every call of a C function ('c_call' events, e.g. `scipy.ndimage._nd_image.zoom_shift`, the C routine
