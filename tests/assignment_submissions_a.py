@@ -137,3 +137,77 @@ SUBMISSIONS.update({
                      "    return torch.zeros(b, n, patch_size * patch_size * c).as_subclass(Agreeable)\n"),
     }, {"patchify"}),
 })
+
+# The guard refuses by code (issue 38 item 3, the hunt's rows 6-18): the package's module run again from its own
+# file, functions re-made from code objects saved when the answer cell runs, a verbatim copy of the source, PyTorch's
+# attention under private names, timm's layer, the checks' own written-out MSA. Each would be right if it ran, and
+# loses the part it answers.
+RUN_AGAIN = ("import importlib.util\n"
+             "\n"
+             "def run_again(name):\n"
+             "    spec = importlib.util.find_spec(name)\n"
+             "    module = importlib.util.module_from_spec(spec)\n"
+             "    spec.loader.exec_module(module)\n"
+             "    return module\n"
+             "\n")
+REMADE = ("import types\n"
+          "\n"
+          "def remade(module):\n"
+          "    space = dict(vars(module))\n"
+          "    for key, value in vars(module).items():\n"
+          "        if isinstance(value, types.FunctionType) and value.__globals__ is vars(module):\n"
+          "            space[key] = types.FunctionType(value.__code__, space, value.__name__, value.__defaults__,\n"
+          "                                            value.__closure__)\n"
+          "            space[key].__kwdefaults__ = value.__kwdefaults__\n"
+          "    return space\n"
+          "\n")
+LOADED = ("    layer.load_state_dict({'qkv.weight': qkv_weight, 'qkv.bias': qkv_bias,\n"
+          "                           'proj.weight': proj_weight, 'proj.bias': proj_bias})\n"
+          "    return layer(x)\n")
+MHA_DEF = "def multi_head_attention(x, qkv_weight, qkv_bias, proj_weight, proj_bias, heads):\n"
+SUBMISSIONS.update({
+    # rows 6-8: minivit.patching and minivit.attention run again from their files
+    "code-run-again": ({
+        "patchify": RUN_AGAIN + "patching = run_again('minivit.patching')\n\n"
+                                "def my_patchify(images, patch_size):\n    return patching.patchify(images, patch_size)\n",
+        "attention": "again = run_again('minivit.attention')\n\n"
+                     "def attention(q, k, v):\n    return again.attention_with_weights(q, k, v)\n",
+        "mha": MHA_DEF + "    layer = again.Attention(x.shape[-1], heads, fused=False)\n" + LOADED,
+    }, {"patchify", "attention", "mha"}),
+    # rows 9, 10, 12: functions re-made from their saved code objects; Attention's methods re-made in a subclass
+    "code-saved": ({
+        "patchify": REMADE + "import minivit.patching\nmy_patchify = remade(minivit.patching)['patchify']\n",
+        "attention": "import minivit.attention\nattention = remade(minivit.attention)['attention_with_weights']\n",
+        "mha": ("class Remade(minivit.Attention):\n"
+                "    pass\n"
+                "\n"
+                "for name, f in vars(minivit.Attention).items():\n"
+                "    if isinstance(f, types.FunctionType):\n"
+                "        setattr(Remade, name, types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__,\n"
+                "                                                 f.__closure__))\n"
+                "\n" + MHA_DEF + "    layer = Remade(x.shape[-1], heads, fused=False)\n" + LOADED),
+    }, {"patchify", "attention", "mha"}),
+    # rows 13, 14, 16: exec(inspect.getsource(...)); torch.ops.aten's math attention; torch._native_multi_head_attention
+    "code-copies": ({
+        "patchify": ("import inspect\n"
+                     "import minivit.patching\n"
+                     "copied = {}\n"
+                     "exec(inspect.getsource(minivit.patching), copied)\n"
+                     "my_patchify = copied['patchify']\n"),
+        "attention": "def attention(q, k, v):\n    return torch.ops.aten._scaled_dot_product_attention_math(q, k, v)\n",
+        "mha": MHA_DEF + ("    return torch._native_multi_head_attention(x, x, x, x.shape[-1], heads, qkv_weight, "
+                          "qkv_bias, proj_weight,\n"
+                          "                                              proj_bias, need_weights=False)[0]\n"),
+    }, {"patchify", "attention", "mha"}),
+    # rows 15 and 17: torch._scaled_dot_product_attention_math; timm.layers.Attention with the weights loaded
+    "private-names": ({
+        "attention": "def attention(q, k, v):\n    return torch._scaled_dot_product_attention_math(q, k, v)\n",
+        "mha": "import timm.layers\n\n" + MHA_DEF
+               + "    layer = timm.layers.Attention(x.shape[-1], heads, qkv_bias=True)\n" + LOADED,
+    }, {"attention", "mha"}),
+    # row 18: the check's own written-out MSA, minivit.exercises._mha
+    "checks-reference": ({
+        "mha": "import minivit.exercises\n\n" + MHA_DEF
+               + "    return minivit.exercises._mha(x, qkv_weight, qkv_bias, proj_weight, proj_bias, heads)[0]\n",
+    }, {"mha"}),
+})
