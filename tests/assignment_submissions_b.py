@@ -1,7 +1,7 @@
 """Submissions to assignment B (tests/test_assignments.py): plausible mistakes and attempts to call the package's
-or scipy's own solution. student -> ({solution cell: (anchor, replacement) or a whole new source}, the parts that
-lose all their points). Every other part keeps all of its points: part 2 is graded with the reference part 1.
-Two submissions only: each costs one run of the notebook (35-55 s measured on one thread)."""
+or scipy's own solution. student -> ({solution cell: (anchor, replacement), a list of them or a whole new source}, the
+parts that lose all their points). Every other part keeps all of its points: part 2 is graded with the reference part 1.
+Each submission costs one run of the notebook (35-55 s measured on one thread)."""
 
 SUBMISSIONS = {
     # part 1 with the corners aligned (the authors' convention); part 3 with the centres aligned (timm's);
@@ -45,6 +45,32 @@ SUBMISSIONS = {
                      "    model.eval()\n"
                      "    return losses\n"),
     }, {"resize", "model", "authors", "finetune"}),
+    # Part 4 trains, but not as the task says (the hunt's W12-W15, which kept 2 or 3 of its 3 points when only a loop
+    # on one repeated image and the gain of 30 steps were checked): each must lose all of part 4. The first also
+    # answers part 3 with the package's reference of it (minivit.references, which the release names but does not
+    # spell out).
+    "weight-decay": ({
+        "finetune": ("momentum=0.9)", "momentum=0.9, weight_decay=5e-4)"),
+        "authors": ("from minivit.references import authors_resize\n"
+                    "\n"
+                    "def authors_resize_pos_embed(pos_embed, old_grid, new_grid):\n"
+                    "    return authors_resize(pos_embed, old_grid, new_grid)\n"),
+    }, {"finetune", "authors"}),
+    "new-optimizer-each-step": ({
+        "finetune": ("        idx = torch.randint",
+                     "        optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)\n"
+                     "        idx = torch.randint"),
+    }, {"finetune"}),
+    "cosine-schedule": ({
+        "finetune": [("    model.train()\n",
+                      "    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps)\n"
+                      "    model.train()\n"),
+                     ("        optimizer.step()\n", "        optimizer.step()\n        schedule.step()\n")],
+    }, {"finetune"}),
+    "no-draw": ({
+        "finetune": ("idx = torch.randint(len(images), (batch_size,), generator=generator)",
+                     "idx = torch.arange(batch_size)"),
+    }, {"finetune"}),
 }
 
 # The hunt's row 25 (issue 38 item 2): an input transformer in the first answer cell, which made every later cell,
