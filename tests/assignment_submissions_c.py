@@ -48,3 +48,36 @@ SUBMISSIONS["fake-transformer"] = ({
     "rollout": ("def rollout(", "get_ipython().input_transformers_cleanup.append(lambda lines: ['pass\\n'])"
                                 "\n\ndef rollout("),
 }, {"rollout", "distance", "hide", "centre"})
+
+# The guard refuses by code (issue 38 item 3, the hunt's rows 40-42): minivit.inspection re-made from saved code
+# objects (attention_rollout) and run again from its file (mean_attention_distance); minivit.patching re-made from
+# saved code (unpatchify), with minivit.patchify. Each would be right if it ran, and loses its part.
+SUBMISSIONS["code"] = ({
+    "rollout": ("import types\n"
+                "import minivit.inspection\n"
+                "\n"
+                "def remade(module):\n"
+                "    space = dict(vars(module))\n"
+                "    for key, value in vars(module).items():\n"
+                "        while getattr(value, '__wrapped__', None) is not None:\n"
+                "            value = value.__wrapped__\n"
+                "        if isinstance(value, types.FunctionType) and value.__globals__ is vars(module):\n"
+                "            space[key] = types.FunctionType(value.__code__, space, value.__name__, value.__defaults__,\n"
+                "                                            value.__closure__)\n"
+                "    return space\n"
+                "\n"
+                "rollout = remade(minivit.inspection)['attention_rollout']\n"),
+    "distance": ("import importlib.util\n"
+                 "\n"
+                 "spec = importlib.util.find_spec('minivit.inspection')\n"
+                 "again = importlib.util.module_from_spec(spec)\n"
+                 "spec.loader.exec_module(again)\n"
+                 "mean_distance = again.mean_attention_distance\n"),
+    "hide": ("import minivit.patching\n"
+             "unpatchify = remade(minivit.patching)['unpatchify']\n"
+             "\n"
+             "def hide_patches(images, scores, k, patch_size):\n"
+             "    patches = minivit.patchify(images, patch_size)  # (B, N, P*P*C)\n"
+             "    keep = torch.ones_like(scores).scatter_(1, scores.topk(k, dim=1).indices, 0.0)  # (B, N)\n"
+             "    return unpatchify(patches * keep[..., None], patch_size, tuple(images.shape[-2:]))\n"),
+}, {"rollout", "distance", "hide"})
