@@ -320,6 +320,7 @@ def _nbgrader_autograde(name: str, kit: Path, student: str | None, force: bool, 
     work = Path(tempfile.mkdtemp(prefix="mvg-"))  # short: a Unix socket's path holds at most 107 bytes
     try:
         spec = sandbox_spec(kit, work)
+        spec["env"].update(extra_env or {})  # the threads of each of several jobs' kernels
         runtime = work / "rt"
         runtime.mkdir()
         env.update({SPEC_VARIABLE: json.dumps(spec), "JUPYTER_PATH": str(_write_kernel(work)),
