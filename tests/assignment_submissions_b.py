@@ -167,3 +167,13 @@ SUBMISSIONS.update({
                      "\n" + FINE_TUNE_WITH),
     }, {"resize", "authors", "finetune"}),
 })
+
+# The hunt's R1 and W8 in one submission: part 4 right, with a plain tqdm bar on stderr over its steps (R1 scored
+# 0/3 when stderr reached the test cells; the checks show it on stdout, so part 4 keeps all its points); part 1 with
+# the grid's height and width swapped, right on square grids only (W8: every check has a non-square case, so part 1
+# loses all its points). Parts 2 and 3 are right.
+SUBMISSIONS["tqdm-and-square-only"] = ({
+    "finetune": ("    for _ in range(steps):\n", "    from tqdm import tqdm\n    for _ in tqdm(range(steps)):\n"),
+    "resize": ('grid = rearrange(patches, "1 (h w) d -> 1 d h w", h=h, w=w)',
+               'grid = rearrange(patches, "1 (h w) d -> 1 d h w", h=w, w=h)'),
+}, {"resize"})
