@@ -102,21 +102,28 @@ def _text(cell: dict) -> str:
     return "".join(cell["source"])
 
 
+def _regions(cell: dict, marker: str, region: bool = False):
+    """(line stripped, inside the region) for each line of 20 characters or more of `cell`, where the regions run
+    from `### BEGIN <marker>` to `### END <marker>` (`region`: whether the cell starts inside one)."""
+    for line in _text(cell).splitlines():
+        stripped = line.strip()
+        if stripped.startswith(f"### BEGIN {marker}"):
+            region = True
+        elif stripped.startswith(f"### END {marker}"):
+            region = False
+        elif len(stripped) >= 20:
+            yield stripped, region
+
+
 def _solution_lines(cells: list[dict]) -> set[str]:
     """The lines of the solutions (inside BEGIN/END SOLUTION, and the written answers), of 20 characters or more,
     that appear nowhere else in the notebook."""
     inside, outside = set(), set()
     for cell in cells:
         meta = cell["metadata"].get("nbgrader", {})
-        region = meta.get("solution") and cell["cell_type"] == "markdown"  # a written answer: the whole cell
-        for line in _text(cell).splitlines():
-            stripped = line.strip()
-            if stripped.startswith("### BEGIN SOLUTION"):
-                region = True
-            elif stripped.startswith("### END SOLUTION"):
-                region = False
-            elif len(stripped) >= 20:
-                (inside if region else outside).add(stripped)
+        written = bool(meta.get("solution") and cell["cell_type"] == "markdown")  # a written answer: the whole cell
+        for line, region in _regions(cell, "SOLUTION", written):
+            (inside if region else outside).add(line)
     return inside - outside
 
 
@@ -126,17 +133,10 @@ def _hidden_lines(cells: list[dict]) -> tuple[set[str], set[str]]:
     inside, outside, visible = set(), set(), set()
     for cell in cells:
         test = cell["metadata"].get("nbgrader", {}).get("grade") and cell["cell_type"] == "code"
-        region = False
-        for line in _text(cell).splitlines():
-            stripped = line.strip()
-            if stripped.startswith("### BEGIN HIDDEN TESTS"):
-                region = True
-            elif stripped.startswith("### END HIDDEN TESTS"):
-                region = False
-            elif len(stripped) >= 20:
-                (inside if region else outside).add(stripped)
-                if test and not region:
-                    visible.add(stripped)
+        for line, region in _regions(cell, "HIDDEN TESTS"):
+            (inside if region else outside).add(line)
+            if test and not region:
+                visible.add(line)
     elsewhere = "\n".join(outside)
     return {line for line in inside if line not in elsewhere}, visible
 
