@@ -235,6 +235,14 @@ _WATCHED = ("minivit", "torch.nn.functional", "scipy.ndimage")
 _REFERENCES = ("torch.Tensor", "torch.nn.Parameter", "torch.allclose", "torch.equal", "torch.isclose",
                "torch.testing.assert_close")
 _MISSING = object()
+# What Python itself caches on a class the first time it needs it, not an answer's doing: copyreg's `__slotnames__`,
+# set on torch.Tensor when a tensor is first pickled or copied (torch.save, copy.deepcopy of a model).
+_CACHES = frozenset({"__slotnames__"})
+
+
+def _attributes(cls: type) -> dict:
+    """A class's own attributes, but the caches Python keeps there (`_CACHES`)."""
+    return {k: v for k, v in vars(cls).items() if k not in _CACHES}
 
 
 def _bindings() -> dict:
@@ -261,7 +269,7 @@ def _record() -> types.MappingProxyType:
     return types.MappingProxyType({
         "bindings": types.MappingProxyType(_bindings()),
         "references": types.MappingProxyType({path: _current(path) for path in _REFERENCES}),
-        "tensor": types.MappingProxyType(dict(vars(torch.Tensor))),
+        "tensor": types.MappingProxyType(_attributes(torch.Tensor)),
     })
 
 
@@ -292,7 +300,7 @@ def _foreign_modes() -> list[str]:
 def _references_changed(record) -> list[str]:
     """PyTorch's comparisons and torch.Tensor's attributes that differ from `record`, and foreign modes in force."""
     changed = [path for path, value in record["references"].items() if _current(path) is not value]
-    tensor, now = record["tensor"], vars(record["references"]["torch.Tensor"])
+    tensor, now = record["tensor"], _attributes(record["references"]["torch.Tensor"])
     changed += sorted(f"torch.Tensor.{k}" for k in set(tensor) | set(now)
                       if tensor.get(k, _MISSING) is not now.get(k, _MISSING))
     return changed + _foreign_modes()
@@ -354,8 +362,9 @@ def restore(_record=_ORIGINAL) -> list[str]:
             setattr(owner, path.rsplit(".", 1)[1], value)
             put_back.append(path)
     tensor = _record["references"]["torch.Tensor"]
-    for k in set(vars(tensor)) | set(_record["tensor"]):
-        if _record["tensor"].get(k, _MISSING) is not vars(tensor).get(k, _MISSING):
+    now = _attributes(tensor)
+    for k in set(now) | set(_record["tensor"]):
+        if _record["tensor"].get(k, _MISSING) is not now.get(k, _MISSING):
             if k in _record["tensor"]:
                 setattr(tensor, k, _record["tensor"][k])
             else:

@@ -298,3 +298,33 @@ def test_pytorchs_meshgrid_warning_costs_nothing():
     bare = subprocess.run([sys.executable, "-c", program.replace("guarded(centres, [])", "centres")],
                           capture_output=True, text=True, timeout=120)
     assert bare.returncode == 0 and "torch.meshgrid: in an upcoming release" in bare.stderr, bare.stderr
+
+
+def test_pickling_a_tensor_is_not_taken_for_tampering():
+    """Python caches `__slotnames__` on torch.Tensor the first time a tensor is pickled or copied (torch.save, a
+    model deep-copied): that is no answer changing PyTorch, and must not refuse the checks that follow."""
+    import copyreg
+    import io
+
+    from minivit import grading
+    had = "__slotnames__" in vars(torch.Tensor)
+    saved = vars(torch.Tensor).get("__slotnames__")
+    try:
+        if had:
+            del torch.Tensor.__slotnames__
+        torch.save(torch.ones(2), io.BytesIO())  # what a notebook's checkpoint does
+        copyreg._slotnames(torch.Tensor)  # and what sets the cache, whichever path reached it first
+        assert "__slotnames__" in vars(torch.Tensor)
+        assert grading.tampered() == []
+        assert grading.close(torch.ones(2), torch.ones(2))
+        assert guarded(lambda x: x + 1, ["minivit.patching"])(torch.zeros(1)).item() == 1
+    finally:
+        if had:
+            torch.Tensor.__slotnames__ = saved
+        elif "__slotnames__" in vars(torch.Tensor):
+            del torch.Tensor.__slotnames__
+    torch.Tensor.allclose_was_here = True  # a real change is still seen
+    try:
+        assert "torch.Tensor.allclose_was_here" in grading.tampered()
+    finally:
+        del torch.Tensor.allclose_was_here

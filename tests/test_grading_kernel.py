@@ -5,11 +5,13 @@ own shell, in this process (the hunt's rows 19-26, ../shared/reviews/assignments
 
 import pytest
 import torch
-from IPython.core.interactiveshell import InteractiveShell
 
-import minivit.grading as grading
-from minivit import grading_kernel
-from minivit.grading import Shortcut, close, guarded, tampered
+pytest.importorskip("IPython", reason="IPython is in [dev] (with jupyterlab)")
+from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+
+import minivit.grading as grading  # noqa: E402
+from minivit import grading_kernel  # noqa: E402
+from minivit.grading import Shortcut, close, guarded, tampered  # noqa: E402
 
 # The locked set-up cell, as assignment A's: modules, the checks, grading's helpers.
 SETUP = """
