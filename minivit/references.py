@@ -29,7 +29,7 @@ _AUTHORS = dict(mode="bilinear", antialias=False, align_corners=True)
 
 
 def authors_resize(pos_embed: torch.Tensor, old_grid: tuple[int, int], new_grid: tuple[int, int]) -> torch.Tensor:
-    """(1, 1 + h*w, D) -> (1, 1 + h'*w', D) in the authors' convention (see the module's docstring)."""
+    """`(1, 1 + h*w, D) -> (1, 1 + h'*w', D)` in the authors' convention (see the module's docstring)."""
     return resize_pos_embed(pos_embed, old_grid, new_grid, **_AUTHORS)
 
 
