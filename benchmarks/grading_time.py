@@ -7,8 +7,8 @@ For each assignment, in a temporary course folder (the kit's source/, config and
 `nbgrader generate_assignment`), `--students` copies of the instructor's source notebook are submitted and graded by
 the kit's grading command, `python -m minivit.autograde NAME --jobs J` (sandboxed where bubblewrap can be had, as an
 instructor runs it; `--unsandboxed` otherwise), for each J of `--jobs`; every submission must get full marks. Then one
-source notebook is run cell by cell with nbclient, `NBGRADER_EXECUTION=autograde` set as nbgrader sets it, to show
-which cells the time goes to. Writes benchmarks/results/grading_time.json with the load average before and after
+source notebook is run cell by cell with nbclient in a plain kernel, `NBGRADER_EXECUTION=autograde` set as nbgrader
+sets it, to show which cells the time goes to. Writes benchmarks/results/grading_time.json with the load average before and after
 each timing (the course machine's 2 cores are shared: a busy machine gives longer times). Measures; asserts nothing
 about speed.
 """
@@ -84,7 +84,8 @@ def time_grading(course: Path, name: str, jobs: int, sandboxed: bool) -> dict:
 
 
 def cell_times(course: Path, name: str) -> list[dict]:
-    """Each code cell of the source notebook, run with nbclient as autograde runs it: seconds, grade_id, points."""
+    """Each code cell of the source notebook, run with nbclient with NBGRADER_EXECUTION=autograde as nbgrader sets
+    it (a plain kernel: no sandbox, no grading kernel's keeper): seconds, grade_id, points."""
     import nbformat
     from nbclient import NotebookClient
     nb = nbformat.read(course / "source" / name / f"{name}.ipynb", as_version=4)
