@@ -187,7 +187,8 @@ def notebook_runs(cold: bool = False, loader: bool = False, sizes: dict | None =
     c10 = c10.with_(epochs=z["c10_epochs"]) if z["c10_epochs"] else c10
     nette, nette64 = recipes.get("imagenette", "full").with_(**workers), recipes.get("imagenette64", "full")
     nette = nette.with_(epochs=z["nette_epochs"]) if z["nette_epochs"] else nette
-    vit04 = from_recipe("ViT-Micro/4", "ViT-Micro/4", c10, 50000, eval_images=2000, extra_eval_images=60000)
+    # 04 predicts 10,000 training and the 10,000 test images with each model (its clean metrics)
+    vit04 = from_recipe("ViT-Micro/4", "ViT-Micro/4", c10, 50000, eval_images=2000, extra_eval_images=20000)
     cnn04 = from_recipe("ResNet-20-w2", "ResNet-20-w2", c10, 50000, eval_images=2000, extra_eval_images=60000)
     longer = round(c10.epochs * train_flops("R-S4+ViT-Micro/4") / train_flops("ViT-Micro/4"))  # 06's control: nearest
     n_abl, ep_abl, b_abl = z["ablation"]
@@ -204,10 +205,10 @@ def notebook_runs(cold: bool = False, loader: bool = False, sizes: dict | None =
             Run("linear classifier", "linear-28", "fashion-mnist", 59000, z["linear03_epochs"], 1024,
                 eval_images=1000, extra_eval_images=10000)],
         "04_training_a_vit": [
-            vit04, cnn04,
+            vit04,  # and the CNN at the ViT's training FLOPs (04's one CNN run since 2026-12-02)
             from_recipe("ResNet-20-w2 at the ViT's training FLOPs", "ResNet-20-w2", c10, 50000,
                         epochs=max(1, round(c10.epochs * train_flops("ViT-Micro/4") / train_flops("ResNet-20-w2"))),
-                        eval_images=2000, extra_eval_images=10000),
+                        eval_images=2000, extra_eval_images=20000),
             # 3 seeds of each arm; each predicts its training images and 2,000 validation images once
             from_recipe(f"ablations (baseline{', 8x8 patches' if z['ablation_8x8'] else ''}; 3 seeds)",
                         "ViT-Micro/4", c10, 10 * n_abl, epochs=ep_abl, batch_size=b_abl,
@@ -228,8 +229,9 @@ def notebook_runs(cold: bool = False, loader: bool = False, sizes: dict | None =
             *[from_recipe(f"data scaling, {n} per class", m, c10, 10 * n, epochs=z["data_steps"] * 500 // (10 * n),
                           batch_size=500, extra_eval_images=2000)
               for n in z["data_sizes"] for m in ("ViT-Micro/4", "ResNet-20-w2")]],
-        "06_hybrid": [  # the ViT and the CNN are 04's (loaded from its checkpoints when 04 ran on this machine)
-            *([vit04, cnn04] if cold else []),
+        "06_hybrid": [  # the ViT is 04's (loaded from its checkpoint when 04 ran on this machine); 04 trains its CNN
+            # at the ViT's FLOPs, so 06 trains the CNN of equal epochs itself
+            *([vit04] if cold else []), cnn04,
             from_recipe("hybrid R-S4+ViT-Micro/4", "R-S4+ViT-Micro/4", c10, 50000, eval_images=2000,
                         extra_eval_images=40000),
             *([from_recipe(f"ViT-Micro/4 trained to the hybrid's FLOPs ({longer} epochs)", "ViT-Micro/4", c10,

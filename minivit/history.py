@@ -28,6 +28,7 @@ class History:
     steps_per_epoch: int | None = None  # optimizer steps in a full epoch (to place step_lr on the epoch axis)
     step_grad_norm: list = field(default_factory=list)  # global gradient norm of every step, before clipping
     loaded_from: str | None = None  # the checkpoint this run was loaded from (fit_or_load), None if trained now
+    phases: list = field(default_factory=list)  # a run in phases (`then`): one dict per phase, [] for one phase
 
     def append(self, **row) -> None:
         for k in _METRICS:
@@ -55,6 +56,30 @@ class History:
             raise ValueError(f"history has no {metric} values (no epochs, or no validation set)")
         sign = 1 if metric.endswith("loss") else -1
         return min(rows, key=lambda r: sign * r[metric])
+
+    def then(self, other: "History") -> "History":
+        """This run followed by `other`, a later phase of the same training (e.g. fine-tuning at a higher
+        resolution, `minivit.recipes.Recipe.then`): epochs numbered on, every list concatenated, `phases` joined
+        (each phase's epochs and steps per epoch, and what its recipe recorded, e.g. image_size); `steps_per_epoch`
+        stays the first phase's, `stopped` is the last one's."""
+        def parts(h):
+            return h.phases or [{"epochs": len(h), "steps_per_epoch": h.steps_per_epoch}]
+        out = History.from_dict({**self.to_dict(), "phases": parts(self) + parts(other), "loaded_from": None})
+        for k in _METRICS[1:] + ("step_lr", "step_grad_norm"):
+            getattr(out, k).extend(getattr(other, k))
+        out.epoch.extend(len(self) + e for e in other.epoch)
+        out.stopped = other.stopped
+        return out
+
+    def step_epochs(self) -> list[float]:
+        """Where each optimizer step ends on the epoch axis (1.0: the end of the first epoch), phase by phase."""
+        out, start = [], 0.0
+        for p in self.phases or [{"epochs": len(self), "steps_per_epoch": self.steps_per_epoch}]:
+            per = p["steps_per_epoch"] or 1
+            n = min(len(self.step_lr) - len(out), round(p["epochs"] * per))
+            out.extend(start + (i + 1) / per for i in range(n))
+            start += p["epochs"]
+        return out
 
     def to_dict(self) -> dict:
         return asdict(self)

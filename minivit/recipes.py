@@ -28,7 +28,7 @@ Introduced in 04_training_a_vit.ipynb.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +132,21 @@ class Recipe:
     mixup: bool = False  # MixUp / CutMix on every batch
     workers: int = 0  # RandAugment: 0 batched on the device (the recipes), > 0 per image in this many loader workers
     extra: dict = field(default_factory=dict, compare=False)  # anything else passed to fit (e.g. compile)
+    image_size: int | None = None  # train on the images resized to this side (None: the data set's own size)
+    then: "Recipe | None" = None  # a next phase, e.g. fine-tuning at the full resolution (§3.2); None: no more
+
+    def __post_init__(self):
+        if self.image_size is not None and not (isinstance(self.image_size, int) and self.image_size > 0):
+            raise ValueError(f"image_size must be a positive int or None, got {self.image_size!r}")
+        if self.then is not None and not isinstance(self.then, Recipe):
+            raise ValueError(f"then must be a Recipe (the next phase) or None, got {type(self.then).__name__}")
+        if self.then is not None and self.then.dataset != self.dataset:
+            raise ValueError(f"a recipe's phases train on one data set: {self.dataset!r}, then {self.then.dataset!r}")
+
+    def __repr__(self) -> str:  # the phase fields only where a recipe has phases (the repr of one-phase recipes)
+        shown = [f for f in fields(self)
+                 if f.repr and not (f.name in ("image_size", "then") and getattr(self, f.name) is None)]
+        return f"Recipe({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in shown)})"
 
     def training_set(self, train, seed: int = 0):
         """The recipe's training images: a stratified subset of `n_per_class` per class, or all of `train`."""
@@ -164,11 +179,41 @@ class Recipe:
 
     def fit(self, model, train, val=None, **overrides):
         """`minivit.train.fit(model, train, val, **recipe)`; keyword `overrides` replace the recipe's values
-        (e.g. `lr=1e-3` for an ablation, `progress=False`, `device=...`). Progress bars: `self.progress`."""
+        (e.g. `lr=1e-3` for an ablation, `progress=False`, `device=...`). Progress bars: `self.progress`.
+
+        `train` is the data set the recipe draws from (`training_set(train)` is taken here when `then` is set, so
+        that each phase takes its own subset), `val` is resized with it. With `image_size`, the images are resized
+        first and a ViT takes that size (`set_image_size`: its position embeddings interpolated in 2D, §3.2); a
+        CNN takes any size. With `then`, the next phase continues training the same model (its own optimizer,
+        warm-up and cosine decay; the overrides apply to every phase) and the returned History holds all phases
+        (`History.then`). The model ends at the last phase's size."""
         from .train import fit
         k = getattr(getattr(model, "config", None), "num_classes", None) or len(getattr(train, "classes", ())) or None
         kwargs = {**self.fit_kwargs(k), "progress": self.progress, "seed": 0, **overrides}
-        return fit(model, train, val, **kwargs)
+        if self.then is None and self.image_size is None:
+            return fit(model, train, val, **kwargs)
+        return self._fit_phases(model, train, val, overrides)
+
+    def _fit_phases(self, model, train, val, overrides):
+        """`fit` for a recipe in phases: this phase at `image_size` (None: the data's own), then `then` on its
+        `training_set` of the same `train`; the Histories joined (`History.then`)."""
+        from .data import ImageDataset
+        from .train import fit
+        if not isinstance(train, ImageDataset) or not (val is None or isinstance(val, ImageDataset)):
+            raise ValueError("a recipe in phases (image_size, then) resizes its data: train and val must be an "
+                             f"ImageDataset (minivit.data.load_dataset), got {type(train).__name__}")
+        own = int(train.images.shape[-1])
+        size = self.image_size or own
+        set_size = getattr(model, "set_image_size", None)
+        if callable(set_size):
+            set_size(size)  # a ViT: the position embeddings interpolated to the new grid (§3.2); a CNN takes any size
+        k = getattr(getattr(model, "config", None), "num_classes", None) or len(getattr(train, "classes", ())) or None
+        kwargs = {**self.fit_kwargs(k), "progress": self.progress, "seed": 0, **overrides}
+        history = fit(model, train.resized(size), val.resized(size) if val is not None else None, **kwargs)
+        history.phases = [{"epochs": len(history), "steps_per_epoch": history.steps_per_epoch, "image_size": size}]
+        if self.then is None:
+            return history
+        return history.then(self.then._fit_phases(model, self.then.training_set(train), val, overrides))
 
     def fit_or_load(self, model, train, val=None, *, name: str, **overrides):
         """Like `fit`, but first look for `checkpoint_dir()/<name>.pt` written by the same training: the same
@@ -198,6 +243,11 @@ class Recipe:
         """Plain data (for checkpoints and JSON); equal dicts mean the same training."""
         d = asdict(self)
         d["rand_augment"] = list(self.rand_augment) if self.rand_augment else None
+        for k in ("image_size", "then"):  # one phase at the data's size: the keys of the recipes before phases
+            if getattr(self, k) is None:
+                del d[k]
+        if self.then is not None:
+            d["then"] = self.then.to_dict()
         return d
 
 
@@ -216,6 +266,16 @@ RECIPES: dict[str, Recipe] = {
     # noisiest of the epoch)
     "cifar10-quick": Recipe("cifar10-quick", "cifar10", n_per_class=500, epochs=3, batch_size=125, lr=2e-3,
                             warmup_epochs=1.0, label_smoothing=0.1, augment="basic"),
+    # quick for notebook 04's live ViT and CNN: all 50,000 images, 6 epochs at 16 px (a 4 x 4 grid of 4-px
+    # patches, 17 tokens, about 4x cheaper a step than at 32 px), then one epoch of 20,000 of them at 32 px with the
+    # position embeddings interpolated (§3.2's fine-tuning at a higher resolution). Flips only: at this length the
+    # model underfits, and random crops slowed it (measured on 2 CPU cores, 2026-12-02: 45% against 53% after the
+    # 16-px phase, both before the 32-px one). The same recipe with fewer epochs trains the CNN at the ViT's FLOPs.
+    "cifar10-lowres-quick": Recipe("cifar10-lowres-quick", "cifar10", n_per_class=None, epochs=6, batch_size=256,
+                                   lr=3e-3, warmup_epochs=0.5, label_smoothing=0.1, augment="flip", image_size=16,
+                                   then=Recipe("cifar10-lowres-quick-32px", "cifar10", n_per_class=2000, epochs=1,
+                                               batch_size=256, lr=3e-3, warmup_epochs=0.5, label_smoothing=0.1,
+                                               augment="flip")),
     # full: sized for one H100 within the course's budget (each notebook <= 4 min): these small models are bound by
     # per-step overhead, not FLOPs, so big batches (fewer steps); RandAugment batched on the GPU (until 2026-11-27
     # per image in 14 loader workers, which set the pace: 04 took 286 s on one H100 with 16 cores, measured);

@@ -173,8 +173,58 @@ def test_fashion_mnist_recipes_are_the_benchmark_and_notebook_03_full():
 
 
 def test_get_says_which_argument_is_wrong():
-    with pytest.raises(ValueError, match=r"no recipes for data set 'cifar-10'; recipes exist for \['cifar10', "
+    with pytest.raises(ValueError, match=r"no recipes for data set 'cifar-10'; recipes exist for \['cifar10', 'cifar10-lowres', "
                                          r"'fashion-mnist', 'imagenette', 'imagenette64', 'mosaic64'\]"):
         recipes.get("cifar-10", "quick")
     with pytest.raises(ValueError, match=r"unknown profile 'fast' for 'cifar10'; expected one of \['quick', 'full'\]"):
         recipes.get("cifar10", "fast")
+
+
+def _synthetic_set(n=48, side=8):
+    from minivit.data import ImageDataset
+    x, y = synthetic(n)
+    if side != 8:
+        x = torch.nn.functional.interpolate(x.float(), size=side).round().to(torch.uint8)
+    return ImageDataset(x, y, ("a", "b", "c"), "cifar10", "train")
+
+
+def test_a_recipe_in_phases_trains_low_then_fine_tunes_at_the_full_size():
+    """image_size, then: the first phase on resized images (the ViT's grid and position embeddings follow, §3.2),
+    the next on a stratified subset at the data's own size; one History for both, its phases recorded."""
+    train = _synthetic_set(48, side=8)
+    fine = recipes.Recipe("t-ft", "cifar10", n_per_class=4, epochs=1, batch_size=4, lr=5e-3, augment="none")
+    r = recipes.Recipe("t", "cifar10", n_per_class=None, epochs=2, batch_size=16, lr=1e-2, augment="none",
+                       image_size=4, then=fine)
+    model = tiny_model()  # 8-px images, 4-px patches: a 2x2 grid, 1x1 at 4 px
+    grids = []
+    model.register_forward_pre_hook(lambda m, args: grids.append(tuple(args[0].shape[-2:])))
+    h = r.fit(model, train, train, device="cpu", progress=False)
+    assert [p["image_size"] for p in h.phases] == [4, 8] and [p["epochs"] for p in h.phases] == [2, 1]
+    assert [p["steps_per_epoch"] for p in h.phases] == [3, 3]  # 48 images / 16, then 12 (4 per class) / 4
+    assert h.epoch == [1, 2, 3] and len(h.step_lr) == 9 and len(h.step_grad_norm) == 9
+    assert h.step_epochs() == pytest.approx([1 / 3, 2 / 3, 1, 4 / 3, 5 / 3, 2, 7 / 3, 8 / 3, 3])
+    assert (4, 4) in grids and grids[-1] == (8, 8) and model.config.image_size == 8
+    assert max(h.step_lr[6:]) == pytest.approx(5e-3)  # the fine-tune's own peak (its own warm-up and decay)
+    d = r.to_dict()
+    assert d["image_size"] == 4 and d["then"]["name"] == "t-ft" and json.loads(json.dumps(d)) == d
+    assert "then" not in fine.to_dict() and "image_size" not in fine.to_dict()  # the keys of one-phase recipes
+    assert recipes.History.from_dict(h.to_dict()).phases == h.phases
+
+
+def test_a_recipe_in_phases_is_refused_with_a_clear_error():
+    with pytest.raises(ValueError, match="image_size must be a positive int"):
+        recipes.Recipe("t", "cifar10", None, 1, 4, 1e-3, image_size=0)
+    with pytest.raises(ValueError, match="then must be a Recipe"):
+        recipes.Recipe("t", "cifar10", None, 1, 4, 1e-3, then={"epochs": 1})
+    with pytest.raises(ValueError, match="one data set"):
+        recipes.Recipe("t", "cifar10", None, 1, 4, 1e-3, then=recipes.Recipe("u", "imagenette", None, 1, 4, 1e-3))
+    x, y = synthetic(16)
+    with pytest.raises(ValueError, match="an ImageDataset"):
+        recipes.Recipe("t", "cifar10", None, 1, 4, 1e-3, image_size=4).fit(tiny_model(), (x, y), device="cpu")
+
+
+def test_recipes_print_their_phases_only_when_they_have_them():
+    one_phase = repr(recipes.get("cifar10", "quick"))
+    assert "then=" not in one_phase and "image_size" not in one_phase
+    r = recipes.get("cifar10-lowres", "quick")
+    assert f"image_size={r.image_size}" in repr(r) and "then=Recipe(" in repr(r)

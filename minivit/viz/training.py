@@ -25,9 +25,12 @@ def plot_history(history, title: str | None = None):
         ax.legend(fontsize=8)
     steps, per_epoch = h.get("step_lr") or [], h.get("steps_per_epoch")
     if steps and per_epoch:
-        ax_lr.plot([(i + 1) / per_epoch for i in range(len(steps))], steps, "-", color="tab:gray")
+        from ..history import History
+        at = (History(step_lr=steps, steps_per_epoch=per_epoch, phases=h["phases"]).step_epochs() if h.get("phases")
+              else [(i + 1) / per_epoch for i in range(len(steps))])  # a run in phases: each its own steps
+        ax_lr.plot(at, steps[:len(at)], "-", color="tab:gray")
         ax_lr.set(xlabel="epoch", ylabel="learning rate (every step)")
-        ax_lr.set_xlim(0, max(len(steps) / per_epoch, 1))
+        ax_lr.set_xlim(0, max(at[-1] if at else 0, 1))
     else:
         ax_lr.plot(ep, h["lr"], "o-", color="tab:gray")
         ax_lr.set(xlabel="epoch", ylabel="learning rate (last step of the epoch)")
