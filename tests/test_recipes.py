@@ -228,3 +228,20 @@ def test_recipes_print_their_phases_only_when_they_have_them():
     assert "then=" not in one_phase and "image_size" not in one_phase
     r = recipes.get("cifar10-lowres", "quick")
     assert f"image_size={r.image_size}" in repr(r) and "then=Recipe(" in repr(r)
+
+
+def test_a_history_in_phases_plots_each_step_where_its_phase_puts_it():
+    import matplotlib
+    matplotlib.use("Agg")
+    first = recipes.History(steps_per_epoch=4, step_lr=[1.0] * 8)
+    for e in (1, 2):
+        first.append(epoch=e, train_loss=1.0, train_acc=0.5, val_loss=None, val_acc=None, lr=1.0, images_per_s=1.0,
+                     epoch_time=1.0)
+    second = recipes.History(steps_per_epoch=2, step_lr=[0.5] * 2)
+    second.append(epoch=1, train_loss=0.5, train_acc=0.7, val_loss=None, val_acc=None, lr=0.5, images_per_s=1.0,
+                  epoch_time=1.0)
+    h = first.then(second)
+    assert h.epoch == [1, 2, 3] and h.step_epochs() == pytest.approx([.25, .5, .75, 1, 1.25, 1.5, 1.75, 2, 2.5, 3])
+    fig = h.plot()
+    x = fig.axes[2].lines[0].get_xdata()
+    assert list(x) == pytest.approx(h.step_epochs())
