@@ -73,13 +73,9 @@ class History:
 
     def step_epochs(self) -> list[float]:
         """Where each optimizer step ends on the epoch axis (1.0: the end of the first epoch), phase by phase."""
-        out, start = [], 0.0
-        for p in self.phases or [{"epochs": len(self), "steps_per_epoch": self.steps_per_epoch}]:
-            per = p["steps_per_epoch"] or 1
-            n = min(len(self.step_lr) - len(out), round(p["epochs"] * per))
-            out.extend(start + (i + 1) / per for i in range(n))
-            start += p["epochs"]
-        return out
+        from .optim import step_epochs
+        return step_epochs(self.phases or [{"epochs": len(self), "steps_per_epoch": self.steps_per_epoch}],
+                           len(self.step_lr))
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -42,3 +42,15 @@ def lr_factor(step: int, total_steps: int, warmup_steps: int) -> float:
         return (step + 1) / warmup_steps
     progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
     return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
+def step_epochs(phases: list[dict], n_steps: int) -> list[float]:
+    """Where each of a run's first `n_steps` optimizer steps ends on the epoch axis (1.0: the end of the first
+    epoch), for a run in `phases`: dicts with "epochs" and "steps_per_epoch" (`History.phases`), each phase with its
+    own steps per epoch (e.g. fewer images in a fine-tuning phase)."""
+    out, start = [], 0.0
+    for p in phases:
+        per = p["steps_per_epoch"] or 1
+        out.extend(start + (i + 1) / per for i in range(min(n_steps - len(out), round(p["epochs"] * per))))
+        start += p["epochs"]
+    return out

@@ -44,9 +44,9 @@ H100, A100, L4, T4 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB", "NVIDIA L
     ((9, 0), 16, H100, "full", "compute capability 9.0 (bf16 tensor cores) and 16 CPU cores"),
     ((9, 0), 8, H100, "full", "compute capability 9.0"),  # the fewest cores that do
     ((9, 0), 7, H100, "quick", "7 CPU cores < 8"),
-    ((8, 0), 12, A100, "quick", "estimated at up to 11 min, over the 10-minute goal"),  # Colab's A100
+    ((8, 0), 12, A100, "quick", "estimated at up to 10.1 min, over the 10-minute goal"),  # Colab's A100
     ((8, 9), 2, L4, "quick", "2 CPU cores < 8 (the full profile is timed only on 16-core hosts) and its longest "
-                             "full-profile notebook is estimated at up to 39 min"),  # an L4 on a small machine
+                             "full-profile notebook is estimated at up to 36 min"),  # an L4 on a small machine
     ((7, 5), 2, T4, "quick", "compute capability 7.5 < 8.0 (no bf16 tensor cores) and 2 CPU cores < 8"),  # Colab T4
     ((7, 5), 32, T4, "quick", "compute capability 7.5 < 8.0"),  # a T4 on a big machine
     ((8, 9), 32, "NVIDIA GeForce RTX 4090", "quick", "its full-profile time is unknown"),
@@ -70,9 +70,9 @@ def test_the_h100_line_has_no_estimate_and_keeps_its_wording(monkeypatch):
 
 
 @pytest.mark.parametrize("gpu, capability, cores, minutes", [
-    (A100, (8, 0), 12, "19-50 min for all ten notebooks, 5.0-11 min the longest (its GPU work 3.2x an H100's"),
-    (L4, (8, 9), 12, "38-176 min for all ten notebooks, 12-39 min the longest (its GPU work 11.2x an H100's"),
-    (T4, (7, 5), 2, "48-241 min for all ten notebooks, 16-53 min the longest (its GPU work 15.2x an H100's"),
+    (A100, (8, 0), 12, "19-50 min for all ten notebooks, 4.3-10 min the longest (its GPU work 3.2x an H100's"),
+    (L4, (8, 9), 12, "38-176 min for all ten notebooks, 10-36 min the longest (its GPU work 11.2x an H100's"),
+    (T4, (7, 5), 2, "48-241 min for all ten notebooks, 13-49 min the longest (its GPU work 15.2x an H100's"),
 ])
 def test_other_gpus_print_the_estimate_and_how_to_choose_full(monkeypatch, gpu, capability, cores, minutes):
     _machine(monkeypatch, capability, cores, gpu)

@@ -25,9 +25,8 @@ def plot_history(history, title: str | None = None):
         ax.legend(fontsize=8)
     steps, per_epoch = h.get("step_lr") or [], h.get("steps_per_epoch")
     if steps and per_epoch:
-        from ..history import History
-        at = (History(step_lr=steps, steps_per_epoch=per_epoch, phases=h["phases"]).step_epochs() if h.get("phases")
-              else [(i + 1) / per_epoch for i in range(len(steps))])  # a run in phases: each its own steps
+        from ..optim import step_epochs
+        at = step_epochs(h.get("phases") or [{"epochs": len(ep), "steps_per_epoch": per_epoch}], len(steps))
         ax_lr.plot(at, steps[:len(at)], "-", color="tab:gray")
         ax_lr.set(xlabel="epoch", ylabel="learning rate (every step)")
         ax_lr.set_xlim(0, max(at[-1] if at else 0, 1))
