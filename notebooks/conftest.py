@@ -7,7 +7,7 @@ every notebook at the end.
 - The course's budgets are per notebook (quick profile: a few minutes each on 2 CPU cores), so the run reports the
   time of every notebook -- its kernel start and all its cells -- beside the wall-clock time of the whole run.
 - Two notebooks at a time: `pytest --nbval -n 2 --dist loadscope notebooks/` (pytest-xdist; what `make notebooks`
-  runs on a machine without a CUDA GPU) runs the notebooks in the two `LANES` below, one lane per worker, each
+  runs on a machine without a CUDA GPU) runs the notebooks in two lanes (`lanes_for` below), one lane per worker, each
   notebook's kernel with half the CPU cores as threads. Two threads made a training step only about a third
   faster than one on the course's 2-core machine, so two kernels of one thread each finish more work in the same
   time (measured in benchmarks/README.md). Each lane runs its notebooks in order: 06 loads the models 05 trained
@@ -25,21 +25,32 @@ from pathlib import Path
 import pytest
 
 REPORT_DIR = "MINIVIT_REPORT_DIR"  # environment variable: a folder for the failing cells' reports
-# The two lanes of a parallel run, by notebook number; a notebook not listed runs in the second. Balanced by one-
-# thread times measured on 2026-12-02 with the other lane busy (seconds; a rehearsal of CI, c8405f3): 00-02, 04, 08,
-# 09: 24 + 397 + 167 + 185 = 773; 03, 05-07: 73 + 352 + 157 + 233 = 815 (until then 03-06 in one lane, 979 s, the
-# rest 608: 04's models were 05's and 06's, and since 04 trains on all the images they no longer are). 05 and 06 stay
-# in one lane, in order: 06 loads the ViT and CNN 05 trained. 00, the first to decode CIFAR-10 in a fresh clone,
-# runs while 03 trains on Fashion-MNIST.
-LANES = {"lane-1": ("00", "01", "02", "04", "08", "09"), "lane-2": ("03", "05", "06", "07")}
+# The lanes of a parallel run are drawn for the notebooks collected (all ten, or `make other-copy`'s six): longest
+# first, each to the lane with the fewest seconds so far (`lanes_for`). SECONDS: one-thread times with the other lane
+# busy, measured in a rehearsal of CI on 2026-12-02 (c8405f3); a notebook not listed counts as 60 s. TOGETHER: 06
+# loads the ViT and CNN 05 trained, so the two share a lane (in order) when both run; 07 and 08 share nothing (08
+# takes its mosaic model from the zoo), nor does 04 since it trains on all the images at two resolutions.
+SECONDS = {"00": 7, "01": 9, "02": 8, "03": 73, "04": 397, "05": 352, "06": 157, "07": 233, "08": 167, "09": 185}
+TOGETHER = (("05", "06"),)
 _seconds: dict[str, float] = defaultdict(float)
 _start = time.perf_counter()
 
 
-def lane(path: str) -> str:
-    """The lane of a notebook's path ('notebooks/04_training_a_vit.ipynb' -> 'lane-1')."""
-    number = Path(path).name[:2]
-    return next((name for name, numbers in LANES.items() if number in numbers), "lane-2")
+def lanes_for(numbers, n_lanes: int = 2) -> dict[str, str]:
+    """{notebook number: lane name} for the notebooks `numbers` ("00" ... "09") on `n_lanes` workers: the units (a
+    notebook, or a TOGETHER group when all of it is there) longest first, each to the least loaded lane."""
+    numbers, units = sorted(set(numbers)), []
+    for group in TOGETHER:
+        if set(group) <= set(numbers):
+            units.append(group)
+    grouped = {x for u in units for x in u}
+    units += [(x,) for x in numbers if x not in grouped]
+    load, lanes = [0.0] * max(1, n_lanes), {}
+    for unit in sorted(units, key=lambda u: (-sum(SECONDS.get(x, 60) for x in u), u)):
+        k = min(range(len(load)), key=lambda i: (load[i], i))
+        load[k] += sum(SECONDS.get(x, 60) for x in unit)
+        lanes.update({x: f"lane-{k + 1}" for x in unit})
+    return lanes
 
 
 SANITIZE = Path(__file__).with_name("nbval_sanitize.cfg")  # volatile text (addresses, timings) nbval must not compare
@@ -72,9 +83,19 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     class LaneScheduling(LoadScopeScheduling):
+        lanes: dict[str, str] = {}
+
+        def schedule(self) -> None:
+            if self.collection is None and self.registered_collections:  # the first call: draw the lanes
+                paths = {i.split("::")[0] for i in next(iter(self.registered_collections.values()))}
+                self.lanes = lanes_for([Path(p).name[:2] for p in paths if p.endswith(".ipynb")], len(self.nodes))
+            super().schedule()
+
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::")[0]
-            return lane(path) if path.endswith(".ipynb") else super()._split_scope(nodeid)
+            if not path.endswith(".ipynb"):
+                return super()._split_scope(nodeid)
+            return self.lanes.get(Path(path).name[:2], "lane-1")
 
     return LaneScheduling(config, log)
 

@@ -1,0 +1,43 @@
+"""notebooks/conftest.py's two lanes for `make notebooks` (two at a time): drawn for the notebooks collected, the
+longest first to the least loaded lane, 05 and 06 in one lane (06 loads the models 05 trained)."""
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _conftest():
+    spec = importlib.util.spec_from_file_location("notebooks_conftest", ROOT / "notebooks" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _loads(m, lanes):
+    out = {}
+    for number, lane in lanes.items():
+        out[lane] = out.get(lane, 0) + m.SECONDS[number]
+    return out
+
+
+def test_every_notebook_gets_a_lane_and_05_runs_beside_06():
+    m = _conftest()
+    numbers = sorted(p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert set(m.SECONDS) == set(numbers)  # a time for every notebook, none for one that is gone
+    lanes = m.lanes_for(numbers)
+    assert set(lanes) == set(numbers) and set(lanes.values()) == {"lane-1", "lane-2"}
+    assert lanes["05"] == lanes["06"]
+    loads = sorted(_loads(m, lanes).values())
+    # the greedy split is within the longest unit's share of the best split (LPT's bound for two lanes)
+    assert loads[1] - loads[0] <= max(m.SECONDS.values())
+
+
+def test_the_other_copy_notebooks_are_balanced_on_their_own():
+    m = _conftest()
+    six = ["00", "04", "06", "07", "08", "09"]  # make other-copy: no 05, so 06 goes where the load is least
+    lanes = m.lanes_for(six)
+    loads = _loads(m, lanes)
+    assert set(lanes) == set(six) and len(loads) == 2
+    assert lanes["04"] != lanes["07"]  # the two longest apart
+    assert m.lanes_for(["04"], 2) == {"04": "lane-1"} and m.lanes_for(["12"], 1) == {"12": "lane-1"}
