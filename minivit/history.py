@@ -62,20 +62,22 @@ class History:
         resolution, `minivit.recipes.Recipe.then`): epochs numbered on, every list concatenated, `phases` joined
         (each phase's epochs and steps per epoch, and what its recipe recorded, e.g. image_size); `steps_per_epoch`
         stays the first phase's, `stopped` is the last one's."""
-        def parts(h):
-            return h.phases or [{"epochs": len(h), "steps_per_epoch": h.steps_per_epoch}]
-        out = History.from_dict({**self.to_dict(), "phases": parts(self) + parts(other), "loaded_from": None})
+        out = History.from_dict({**self.to_dict(), "phases": self.phase_list() + other.phase_list(),
+                                 "loaded_from": None})
         for k in _METRICS[1:] + ("step_lr", "step_grad_norm"):
             getattr(out, k).extend(getattr(other, k))
         out.epoch.extend(len(self) + e for e in other.epoch)
         out.stopped = other.stopped
         return out
 
+    def phase_list(self) -> list[dict]:
+        """`phases`, or for a run of one phase the one dict it would have (its epochs and steps per epoch)."""
+        return self.phases or [{"epochs": len(self), "steps_per_epoch": self.steps_per_epoch}]
+
     def step_epochs(self) -> list[float]:
         """Where each optimizer step ends on the epoch axis (1.0: the end of the first epoch), phase by phase."""
         from .optim import step_epochs
-        return step_epochs(self.phases or [{"epochs": len(self), "steps_per_epoch": self.steps_per_epoch}],
-                           len(self.step_lr))
+        return step_epochs(self.phase_list(), len(self.step_lr))
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -48,8 +48,7 @@ FULL_MIN_CAPABILITY = (8, 0)  # CUDA compute capability of bf16 tensor cores (Am
 H100_FULL_MIN = {"all ten notebooks": (13.4, 15.8), "the longest": (2.7, 3.2)}
 # The share of those H100 minutes that is GPU work (FLOPs at the sustained rate, RandAugment's pixels, evaluation),
 # in the same plan: all ten 0.18, the longest (06 since 04 trains one CNN, 2026-12-02) 0.27. The rest (per-step
-# launch overhead, kernel start, data decode) runs on the
-# host and need not slow down on a slower GPU.
+# launch overhead, kernel start, data decode) runs on the host and need not slow down on a slower GPU.
 GPU_BOUND_SHARE = {"all ten notebooks": 0.18, "the longest": 0.27}
 FULL_BUDGET_NOTEBOOK_MIN = 10.0  # the course's goal for one notebook on a student's GPU (benchmarks/t4_estimate.py)
 REFERENCE_GPU = "H100"  # the class the full profile was timed on

@@ -188,11 +188,14 @@ class Recipe:
         warm-up and cosine decay; the overrides apply to every phase) and the returned History holds all phases
         (`History.then`). The model ends at the last phase's size."""
         from .train import fit
+        if self.then is not None or self.image_size is not None:
+            return self._fit_phases(model, train, val, overrides)
+        return fit(model, train, val, **self._fit_arguments(model, train, overrides))
+
+    def _fit_arguments(self, model, train, overrides) -> dict[str, Any]:
+        """`fit`'s keyword arguments: the recipe's, the progress bar, seed 0, then `overrides`."""
         k = getattr(getattr(model, "config", None), "num_classes", None) or len(getattr(train, "classes", ())) or None
-        kwargs = {**self.fit_kwargs(k), "progress": self.progress, "seed": 0, **overrides}
-        if self.then is None and self.image_size is None:
-            return fit(model, train, val, **kwargs)
-        return self._fit_phases(model, train, val, overrides)
+        return {**self.fit_kwargs(k), "progress": self.progress, "seed": 0, **overrides}
 
     def _fit_phases(self, model, train, val, overrides):
         """`fit` for a recipe in phases: this phase at `image_size` (None: the data's own), then `then` on its
@@ -202,14 +205,12 @@ class Recipe:
         if not isinstance(train, ImageDataset) or not (val is None or isinstance(val, ImageDataset)):
             raise ValueError("a recipe in phases (image_size, then) resizes its data: train and val must be an "
                              f"ImageDataset (minivit.data.load_dataset), got {type(train).__name__}")
-        own = int(train.images.shape[-1])
-        size = self.image_size or own
+        size = self.image_size or int(train.images.shape[-1])
         set_size = getattr(model, "set_image_size", None)
         if callable(set_size):
             set_size(size)  # a ViT: the position embeddings interpolated to the new grid (§3.2); a CNN takes any size
-        k = getattr(getattr(model, "config", None), "num_classes", None) or len(getattr(train, "classes", ())) or None
-        kwargs = {**self.fit_kwargs(k), "progress": self.progress, "seed": 0, **overrides}
-        history = fit(model, train.resized(size), val.resized(size) if val is not None else None, **kwargs)
+        history = fit(model, train.resized(size), val.resized(size) if val is not None else None,
+                      **self._fit_arguments(model, train, overrides))
         history.phases = [{"epochs": len(history), "steps_per_epoch": history.steps_per_epoch, "image_size": size}]
         if self.then is None:
             return history
