@@ -56,13 +56,18 @@ lab: install data
 # -rs: a skipped test is listed with its reason (a student sees what did not run, and why). Plain `pytest tests/`
 # runs every test, the integration ones too.
 PYTEST_FLAGS ?= -rs
+# The test modules run on two workers where there are two cores (pytest-xdist, one module per worker at a time:
+# a module's fixtures are made once); TEST_JOBS=1 runs them in this process.
+TEST_JOBS ?= $(shell $(BIN)/python -c "import os; print(min(2, os.cpu_count() or 1))")
+TEST_PARALLEL = $(if $(filter-out 0 1,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile,)
 unit: install data
-	$(BIN)/python -m pytest $(PYTEST_FLAGS) -m "not integration" tests/
+	$(BIN)/python -m pytest $(PYTEST_FLAGS) $(TEST_PARALLEL) -m "not integration" tests/
 
 # The tests marked integration (pytestmark = pytest.mark.integration): Chromium on the site and the Formgrader, the
 # offline kit, nbgrader on whole assignments, notebooks run end to end (the GPU check's runner, the CUDA stand-in).
+# The slowest tests' seconds are listed at the end.
 integration: install data
-	$(BIN)/python -m pytest $(PYTEST_FLAGS) -m integration tests/
+	$(BIN)/python -m pytest $(PYTEST_FLAGS) $(TEST_PARALLEL) --durations=15 -m integration tests/
 
 # Notebooks run two at a time on a machine without a CUDA GPU (NB_JOBS=2: two lanes, see notebooks/conftest.py),
 # one at a time on a GPU (the full profile's budgets are per notebook on one GPU) or with NB_JOBS=1.

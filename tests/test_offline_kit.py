@@ -2,7 +2,7 @@
 3.12 (this machine's Python where no 3.12 is found), then its commands run as the page writes them, in a fresh
 virtual environment, with pip barred from every index (--no-index in install.sh, PIP_NO_INDEX=1, no pip
 configuration) and every proxy variable pointing at a closed local port, so that downloads through Python's HTTP
-clients fail: `sh install.sh`, then every test module collected (each imports what it needs), notebooks 00 and 04
+clients fail: `sh install.sh`, then every test module collected (each imports what it needs), notebooks 00 and 03
 passed with `pytest --nbval` on the CPU, their data sets found only in the kit, and the GPU check's command
 (`benchmarks/gpu_check.py`) run on 00 in the smoke run.
 
@@ -24,7 +24,7 @@ import pytest
 from minivit import gpu
 from minivit.data import data_root
 
-NOTEBOOKS = ["notebooks/00_start_here.ipynb", "notebooks/04_training_a_vit.ipynb"]
+NOTEBOOKS = ["notebooks/00_start_here.ipynb", "notebooks/03_transformer_encoder.ipynb"]
 # An integration test (`make integration`; `make unit` leaves it out): it builds a real kit of every wheel.
 pytestmark = pytest.mark.integration
 
@@ -85,7 +85,7 @@ def offline_kit(tmp_path_factory):
     shutil.rmtree(out.parent)  # several GB with its virtual environment
 
 
-def test_the_kits_commands_install_offline_and_pass_notebooks_00_and_04(offline_kit):
+def test_the_kits_commands_install_offline_and_pass_notebooks_00_and_03(offline_kit):
     kit, python = offline_kit
     env = offline_env()
     done = run(["sh", "install.sh"], kit, {**env, "PYTHON": python})
@@ -104,7 +104,7 @@ def test_the_kits_commands_install_offline_and_pass_notebooks_00_and_04(offline_
     done = run([".venv/bin/python", "-m", "pytest", "--nbval", *NOTEBOOKS], kit / "course", env)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-5000:]
-    assert " passed" in out and " failed" not in out and "00_start_here.ipynb" in out and "04_training_a_vit" in out
+    assert " passed" in out and " failed" not in out and "00_start_here.ipynb" in out and "03_transformer_encoder" in out
     print("\n".join(done.stdout.splitlines()[-5:]))  # notebooks/conftest.py's time per notebook
     # the GPU check's command as docs/gpu.md gives it for a kit (here on the CPU, its smoke run of 00)
     report = kit / "gpu-check-report"
