@@ -1,18 +1,24 @@
-"""A linear classifier on raw pixels: the anchor for notebook 04's accuracies (review 04-06 N5).
+"""A linear classifier on raw pixels: the anchor for the accuracies of the notebooks' live models (review 04-06 N5,
+issue 39).
 
     python benchmarks/linear_pixels.py                     # CIFAR-10: 04's quick training set (5,000) and all 50,000
     python benchmarks/linear_pixels.py --sizes 500         # images per class; 0 = the whole training split
+    python benchmarks/linear_pixels.py --data imagenette --sizes 0 --sides 32 64   # 07's and 08's photographs
+    python benchmarks/linear_pixels.py --data fashion-mnist --sizes 0              # 03's images
 
 What a model learns beyond a linear map of the pixels is what its accuracy means. The linear map is the paper's
 own few-shot linear evaluation (`minivit.probe.few_shot_linear`: a ridge regression onto {-1, 1}^K targets, solved
 in closed form, §4.1) applied to the raw pixels, scaled to [0, 1] and flattened (3,072 features for CIFAR-10). Its
 one setting, the ridge penalty, is chosen on held-out *training* images (the last 10% of a seeded permutation of
 the training set), never on the test images; the chosen penalty is then refitted on the whole training set and
-scored on the whole 10,000-image test split. The training set of each size is the one notebook 04 uses
-(`minivit.recipes`: the first n per class of the quick recipe's subset; 0 = all 50,000).
+scored on the whole test split. The training set of each size is the one the notebooks use (`minivit.recipes`: the
+first n per class of the quick recipe's subset; 0 = the whole training split). `--sides` resizes the images first
+(`ImageDataset.resized`, antialiased bilinear): a resized image is a linear map of the original's pixels, so the
+map at a lower side is also a linear map of the full-size pixels (Imagenette at 128 px has 49,152 features, more
+than a closed-form fit on 2 cores can afford; 64 px has 12,288).
 
-Prints a table and writes benchmarks/results/linear_pixels.json (about 5 minutes on 2 CPU cores, most of it the
-50,000-image fits).
+Prints a table and writes benchmarks/results/linear_pixels.json for CIFAR-10 (about 5 minutes on 2 CPU cores, most
+of it the 50,000-image fits), linear_pixels_<data>.json for the others.
 """
 
 from __future__ import annotations
@@ -65,28 +71,39 @@ def run(train, test, seed: int = 0) -> dict:
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
+RECIPES = {"cifar10": "cifar10", "fashion-mnist": "fashion-mnist", "imagenette": "imagenette64"}  # the subsets'
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", choices=sorted(RECIPES), default="cifar10", help="the data set (default cifar10)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[500, 0],
                     help="training images per class (notebook 04's quick subset is 500); 0 = the whole split")
+    ap.add_argument("--sides", type=int, nargs="+", default=None,
+                    help="resize the images to this side first (pixels); default: as stored")
     args = ap.parse_args(argv)
     if any(s < 0 for s in args.sizes):
         ap.error(f"--sizes must be >= 0 (0 = the whole training split), got {args.sizes}")
-    train_full, test = load_dataset("cifar10", "train"), load_dataset("cifar10", "test")
-    recipe = minivit.recipes.get("cifar10", "quick")
+    if args.sides is not None and any(s < 1 for s in args.sides):
+        ap.error(f"--sides must be >= 1 pixel, got {args.sides}")
+    train_full, test_full = load_dataset(args.data, "train"), load_dataset(args.data, "test")
+    recipe = minivit.recipes.get(RECIPES[args.data], "quick")
     rows = []
-    print(f"{'train images':>12} {'penalty':>8} {'held-out acc':>12} {'test acc':>9} {'seconds':>8}")
-    for size in args.sizes:
-        train = train_full if size == 0 else recipe.with_(n_per_class=size).training_set(train_full)
-        r = run(train, test)
-        rows.append(r)
-        held = r["held_out_acc"][f"{r['l2']:g}"]  # the chosen penalty's held-out accuracy
-        print(f"{r['train_images']:>12,} {r['l2']:>8g} {held:>12.3f} "
-              f"{r['test_acc']:>9.4f} {r['seconds']:>8.0f}")
-    save_result("linear_pixels", {
-        "what": "ridge regression onto {-1,1}^K (minivit.probe.few_shot_linear) on raw CIFAR-10 pixels in [0, 1]; "
-                "penalty chosen on 10% held-out training images, refitted on all, scored on the whole test split",
-        "penalties": list(PENALTIES), "rows": rows,
+    print(f"{'side':>5} {'train images':>12} {'penalty':>8} {'held-out acc':>12} {'test acc':>9} {'seconds':>8}")
+    for side in args.sides or [train_full.images.shape[-1]]:
+        train_side, test = train_full.resized(side), test_full.resized(side)
+        for size in args.sizes:
+            train = train_side if size == 0 else recipe.with_(n_per_class=size).training_set(train_side)
+            r = {"side": side, **run(train, test)}
+            rows.append(r)
+            held = r["held_out_acc"][f"{r['l2']:g}"]  # the chosen penalty's held-out accuracy
+            print(f"{side:>5} {r['train_images']:>12,} {r['l2']:>8g} {held:>12.3f} "
+                  f"{r['test_acc']:>9.4f} {r['seconds']:>8.0f}")
+    save_result("linear_pixels" if args.data == "cifar10" else f"linear_pixels_{args.data}", {
+        "what": f"ridge regression onto {{-1,1}}^K (minivit.probe.few_shot_linear) on raw {args.data} pixels in "
+                "[0, 1] (resized to each row's side); penalty chosen on 10% held-out training images, refitted on "
+                "all, scored on the whole test split",
+        "data": args.data, "penalties": list(PENALTIES), "rows": rows,
         "machine": {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
                     "torch": torch.__version__}})
     return 0

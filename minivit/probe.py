@@ -80,5 +80,10 @@ def few_shot_linear(f_train: torch.Tensor, y_train: torch.Tensor, f_test: torch.
     a, b = (a - mu) / sd, (b - mu) / sd  # standardised; a's columns have mean 0
     targets = 2 * torch.nn.functional.one_hot(y_train, k).double() - 1  # (n, K) in {-1, 1}
     t_mean = targets.mean(0)  # (K,): the unpenalised intercept
-    w = torch.linalg.solve(a.T @ a + l2 * torch.eye(a.shape[1], dtype=torch.float64), a.T @ (targets - t_mean))  # (D, K)
-    return (b @ w + t_mean).argmax(-1)  # (m,)
+    n, d = a.shape
+    if n >= d:  # the primal system, D x D
+        w = torch.linalg.solve(a.T @ a + l2 * torch.eye(d, dtype=torch.float64), a.T @ (targets - t_mean))  # (D, K)
+        return (b @ w + t_mean).argmax(-1)  # (m,)
+    # fewer examples than features (raw pixels): the same weights from the n x n system, w = aᵀ (a aᵀ + l2 I)⁻¹ t
+    alpha = torch.linalg.solve(a @ a.T + l2 * torch.eye(n, dtype=torch.float64), targets - t_mean)  # (n, K)
+    return ((b @ a.T) @ alpha + t_mean).argmax(-1)  # (m,)

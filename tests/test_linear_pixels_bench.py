@@ -47,3 +47,31 @@ def test_a_negative_size_is_refused(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         bench.main(["--sizes", "-1"])
     assert "--sizes must be >= 0" in capsys.readouterr().err
+
+
+def test_another_data_set_at_a_lower_side_is_fitted_on_its_resized_pixels(monkeypatch):
+    g = torch.Generator().manual_seed(1)
+    data = {s: _data(s, n, g) for s, n in (("train", 400), ("test", 200))}
+    data = {s: ImageDataset(d.images.repeat_interleave(2, -2), d.labels, d.classes, "imagenette", s)
+            for s, d in data.items()}  # (N, 3, 16, 16): each row doubled, so the lit column survives halving
+    monkeypatch.setattr(bench, "load_dataset", lambda name, split: data[split])
+    widths = []
+    real = bench.few_shot_linear
+
+    def spy(f_train, y_train, f_test, *, num_classes, l2):
+        widths.append(f_train.shape[1])
+        return real(f_train, y_train, f_test, num_classes=num_classes, l2=l2)
+    monkeypatch.setattr(bench, "few_shot_linear", spy)
+    saved = {}
+    monkeypatch.setattr(bench, "save_result", lambda name, out: saved.update(name=name, out=out))
+    assert bench.main(["--data", "imagenette", "--sizes", "0", "--sides", "8", "16"]) == 0
+    assert saved["name"] == "linear_pixels_imagenette" and saved["out"]["data"] == "imagenette"
+    assert [r["side"] for r in saved["out"]["rows"]] == [8, 16]
+    n = len(bench.PENALTIES) + 1
+    assert widths == [3 * 8 * 8] * n + [3 * 16 * 16] * n  # the features of the resized images
+
+
+def test_a_side_below_one_pixel_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        bench.main(["--sides", "0"])
+    assert "--sides must be >= 1 pixel" in capsys.readouterr().err

@@ -36,6 +36,20 @@ def test_minus_one_one_targets_predict_like_one_hot_targets():
     assert torch.equal(ours, (b.double() @ w + onehot.mean(0)).argmax(-1))
 
 
+def test_fewer_examples_than_features_give_the_primal_solution():
+    # n < D (raw pixels: 3,072 to 49,152 features): the n x n system gives the weights of the D x D one,
+    # w = (aᵀa + λI)⁻¹ aᵀt = aᵀ(aaᵀ + λI)⁻¹ t; checked against the D x D solve written out here
+    f, y = _clusters(n_per_class=3, k=4, d=40)  # n = 12 < D = 40
+    f_test = torch.randn(200, 40, generator=torch.Generator().manual_seed(5)) * 4
+    a = ((f - f.mean(0)) / f.std(0, unbiased=False)).double()
+    b = ((f_test - f.mean(0)) / f.std(0, unbiased=False)).double()
+    t = 2 * torch.nn.functional.one_hot(y, 4).double() - 1
+    w = torch.linalg.solve(a.T @ a + 0.5 * torch.eye(40, dtype=torch.float64), a.T @ (t - t.mean(0)))
+    primal = (b @ w + t.mean(0)).argmax(-1)
+    assert len(primal.unique()) == 4  # the test points spread over every class
+    assert torch.equal(few_shot_linear(f, y, f_test, l2=0.5), primal)
+
+
 def test_bad_inputs():
     f, y = _clusters()
     with pytest.raises(ValueError, match=r"features \(n, D\) and \(m, D\)"):
