@@ -20,9 +20,15 @@ Shape legend: n labelled (training) examples, m test examples, D features, K cla
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import torch
 
-__all__ = ["few_shot_linear", "frozen_features"]
+__all__ = ["few_shot_linear", "frozen_features", "pixel_baseline"]
+
+# benchmarks/linear_pixels.py's committed results: they come with a clone of the course, not with an installed wheel
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
 @torch.no_grad()
@@ -87,3 +93,27 @@ def few_shot_linear(f_train: torch.Tensor, y_train: torch.Tensor, f_test: torch.
     # fewer examples than features (raw pixels): the same weights from the n x n system, w = aᵀ (a aᵀ + l2 I)⁻¹ t
     alpha = torch.linalg.solve(a @ a.T + l2 * torch.eye(n, dtype=torch.float64), targets - t_mean)  # (n, K)
     return ((b @ a.T) @ alpha + t_mean).argmax(-1)  # (m,)
+
+
+def pixel_baseline(data: str, *, side: int | None = None, train_images: int | None = None,
+                   folder: str | Path | None = None) -> dict | None:
+    """The committed linear map of `data`'s raw pixels, the anchor of a notebook's accuracies: a row of
+    benchmarks/linear_pixels.py's results (`few_shot_linear` on the pixels in [0, 1], its penalty chosen on held-out
+    training images, scored on the whole test split): {"side", "train_images", "test_acc", "test_images", "l2", ...}.
+
+    side: the images' side in pixels (default: as stored); train_images: the training set's size (default: the
+    largest row, the whole split). None where the results are not in this installation (they come with a clone of
+    the course) or hold no such row. Not a measurement of this run: its accuracy is kept, not its answers.
+    """
+    from .data import SHAPES
+    if data not in SHAPES:
+        raise ValueError(f"expected one of {sorted(SHAPES)}, got {data!r}")
+    folder = Path(folder) if folder is not None else RESULTS
+    path = folder / ("linear_pixels.json" if data == "cifar10" else f"linear_pixels_{data}.json")
+    if not path.exists():
+        return None
+    native = SHAPES[data][-1]
+    rows = [{"side": native, **r} for r in json.loads(path.read_text())["rows"]]  # rows of a native-size run lack it
+    rows = [r for r in rows if r["side"] == (native if side is None else side)
+            and (train_images is None or r["train_images"] == train_images)]
+    return max(rows, key=lambda r: r["train_images"]) if rows else None

@@ -73,3 +73,17 @@ def test_frozen_features(pool):
     torch.testing.assert_close(f, expected.detach())
     with pytest.raises(ValueError, match="pool must be"):
         frozen_features(model, (x, y), pool="cls")
+
+
+def test_pixel_baseline_reads_the_committed_rows(tmp_path):
+    from minivit.probe import pixel_baseline
+    row = pixel_baseline("cifar10", train_images=5000)  # the committed benchmark: CIFAR-10 rows have no "side"
+    assert row is not None and row["side"] == 32 and row["train_images"] == 5000 and 0.1 < row["test_acc"] < 1
+    assert pixel_baseline("cifar10")["train_images"] == 50000  # default: the largest training set
+    (tmp_path / "linear_pixels_imagenette.json").write_text(
+        '{"rows": [{"side": 32, "train_images": 9, "test_acc": 0.4}, {"side": 64, "train_images": 9, "test_acc": 0.3}]}')
+    assert pixel_baseline("imagenette", side=64, folder=tmp_path)["test_acc"] == 0.3
+    assert pixel_baseline("imagenette", folder=tmp_path) is None  # no row at the stored 128 px
+    assert pixel_baseline("fashion-mnist", folder=tmp_path) is None  # no file: not in this installation
+    with pytest.raises(ValueError, match="expected one of"):
+        pixel_baseline("mnist")
