@@ -35,9 +35,9 @@ def test_every_notebook_gets_a_lane_and_05_runs_beside_06():
 
 def test_the_other_copy_notebooks_are_balanced_on_their_own():
     m = _conftest()
-    six = ["00", "04", "06", "07", "08", "09"]  # make other-copy: no 05, so 06 goes where the load is least
-    lanes = m.lanes_for(six)
-    loads = _loads(m, lanes)
-    assert set(lanes) == set(six) and len(loads) == 2
-    assert lanes["04"] != lanes["07"]  # the two longest apart
+    for some in (["00", "04", "07", "08"],  # make other-copy's
+                 ["00", "04", "06", "07", "08", "09"]):  # its six until 2026-12-02: no 05, so 06 goes where it fits
+        lanes = m.lanes_for(some)
+        assert set(lanes) == set(some) and len(_loads(m, lanes)) == 2
+        assert lanes["04"] != lanes["07"]  # the two longest apart
     assert m.lanes_for(["04"], 2) == {"04": "lane-1"} and m.lanes_for(["12"], 1) == {"12": "lane-1"}
