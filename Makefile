@@ -99,7 +99,7 @@ test: unit notebooks
 # 00 (which prints the copy), 04 and 07 (which once failed on such a copy) and 08 (the zoo's CIFAR-10 and mosaic
 # models, whose records were made on the course's copy) -- to keep CI's time. 01 reads no data; 03 reads
 # Fashion-MNIST, whose official files hold the course's images in the course's order; 02 and 05 read CIFAR-10 and
-# passed on the other copy when last run in full, 06 and 09 in every CI run to 2026-12-02 (docs/install.md).
+# passed on the other copy when last run in full, 06 and 09 when CI last ran them, 2026-12-02 (docs/install.md).
 # OTHER_COPY_NOTEBOOKS=notebooks/ runs all ten.
 OTHER_COPY ?= .other-copy
 OTHER_COPY_NOTEBOOKS ?= $(filter-out notebooks/01_% notebooks/02_% notebooks/03_% notebooks/05_% notebooks/06_% notebooks/09_%,$(wildcard notebooks/0*.ipynb))

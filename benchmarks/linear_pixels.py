@@ -34,7 +34,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import minivit  # noqa: E402
 from minivit.data import load_dataset  # noqa: E402
-from minivit.probe import few_shot_linear  # noqa: E402
+from minivit.probe import few_shot_linear, pixel_baseline_path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results_io import save_result  # noqa: E402
@@ -99,7 +99,7 @@ def main(argv=None) -> int:
             held = r["held_out_acc"][f"{r['l2']:g}"]  # the chosen penalty's held-out accuracy
             print(f"{side:>5} {r['train_images']:>12,} {r['l2']:>8g} {held:>12.3f} "
                   f"{r['test_acc']:>9.4f} {r['seconds']:>8.0f}")
-    save_result("linear_pixels" if args.data == "cifar10" else f"linear_pixels_{args.data}", {
+    save_result(pixel_baseline_path(args.data).stem, {  # where minivit.probe.pixel_baseline reads it
         "what": f"ridge regression onto {{-1,1}}^K (minivit.probe.few_shot_linear) on raw {args.data} pixels in "
                 "[0, 1] (resized to each row's side); penalty chosen on 10% held-out training images, refitted on "
                 "all, scored on the whole test split",

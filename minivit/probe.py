@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["few_shot_linear", "frozen_features", "pixel_baseline"]
+__all__ = ["few_shot_linear", "frozen_features", "pixel_baseline", "pixel_baseline_path"]
 
 # benchmarks/linear_pixels.py's committed results: they come with a clone of the course, not with an installed wheel
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
@@ -95,6 +95,12 @@ def few_shot_linear(f_train: torch.Tensor, y_train: torch.Tensor, f_test: torch.
     return ((b @ a.T) @ alpha + t_mean).argmax(-1)  # (m,)
 
 
+def pixel_baseline_path(data: str, folder: str | Path | None = None) -> Path:
+    """Where benchmarks/linear_pixels.py writes, and `pixel_baseline` reads, `data`'s linear map of the pixels."""
+    return Path(folder if folder is not None else RESULTS) / (
+        "linear_pixels.json" if data == "cifar10" else f"linear_pixels_{data}.json")
+
+
 def pixel_baseline(data: str, *, side: int | None = None, train_images: int | None = None,
                    folder: str | Path | None = None) -> dict | None:
     """The committed linear map of `data`'s raw pixels, the anchor of a notebook's accuracies: a row of
@@ -108,8 +114,7 @@ def pixel_baseline(data: str, *, side: int | None = None, train_images: int | No
     from .data import SHAPES
     if data not in SHAPES:
         raise ValueError(f"expected one of {sorted(SHAPES)}, got {data!r}")
-    folder = Path(folder) if folder is not None else RESULTS
-    path = folder / ("linear_pixels.json" if data == "cifar10" else f"linear_pixels_{data}.json")
+    path = pixel_baseline_path(data, folder)
     if not path.exists():
         return None
     native = SHAPES[data][-1]
