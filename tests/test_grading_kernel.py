@@ -3,6 +3,8 @@ answer cell that changes the kernel's input transformers, the set-up cell's name
 grading's record gets every later cell refused, with a message; honest cells are untouched. Cells run in IPython's
 own shell, in this process (the hunt's rows 19-26, ../shared/reviews/assignments-bypass-hunt.md)."""
 
+import sys
+
 import pytest
 import torch
 
@@ -42,6 +44,16 @@ def my_patchify(images, patch_size):
 def run(sh, code: str):
     """A cell as ipykernel runs a notebook's: counted in the history."""
     return sh.run_cell(code, store_history=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _main_module_put_back():
+    """IPython's shell puts its own __main__ (no __spec__) into sys.modules; the next test file in this process
+    (torch.multiprocessing's spawn in test_distributed, under xdist's loadfile) needs the real one back."""
+    main = sys.modules["__main__"]
+    yield
+    InteractiveShell.clear_instance()
+    sys.modules["__main__"] = main
 
 
 @pytest.fixture
