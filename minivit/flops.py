@@ -12,6 +12,11 @@ models on PyTorch's `meta` device and nothing is allocated or computed, only sha
     flop_breakdown(model, (1, 3, 224, 224))["blocks"]  # {"addmm": ..., "bmm": ...}: linear maps vs attention
     forward_flops(model.config)                        # the same 35.1e9, from the config's numbers alone
 
+A run's compute, for comparisons at equal training FLOPs (04_training_a_vit.ipynb, 06_hybrid.ipynb):
+
+    per_image = training_flops_per_image(lambda: ViT.from_preset("ViT-Nano/4"), 16)  # one 16-px image, fwd + bwd
+    flops_by_epoch(recipe, history, train, per_image_at)  # cumulative FLOPs at each epoch's end, phase by phase
+
 `forward_flops` is the formula 05_scaling.ipynb derives by hand, per image, T = N + 1 tokens, L layers:
 2 [N P² C D + L (T (4D² + 2DM) + 2T²D) + DK] -- the patch embedding, the per-token linear maps (qkv, the
 output projection, the MLP), attention's Q K^T and A V, and the head.
@@ -116,6 +121,34 @@ def flop_breakdown(model: nn.Module, input_shape: tuple[int, ...], backward: boo
         name = "" if key == "Global" else key.removeprefix(root + ".")
         out[name] = {getattr(op, "__name__", str(op)).split(".")[0].removeprefix("aten."): int(v)
                      for op, v in ops.items()}
+    return out
+
+
+def training_flops_per_image(build, size: int, channels: int = 3) -> int:
+    """FLOPs of one training image (forward + backward) of the model `build()` makes, on `size` x `size` images
+    with `channels` channels: built and counted on the meta device (shapes only, no arithmetic). A model with
+    `set_image_size` (a ViT, a hybrid) is set to `size` first; a CNN takes any size."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"size must be a positive int (the images' side in pixels), got {size!r}")
+    with torch.device("meta"):
+        model = build()
+        set_size = getattr(model, "set_image_size", None)
+        if callable(set_size):
+            set_size(size)
+        return count_flops(model, (1, channels, size, size), backward=True)
+
+
+def flops_by_epoch(recipe, history, train, per_image) -> list[int]:
+    """A run's training FLOPs at the end of each epoch, cumulative, phase by phase: each epoch's images
+    (`recipe.epoch_images(history, train)`) times `per_image(size)`, the FLOPs of one training image at that side
+    (e.g. `lambda s: training_flops_per_image(build, s)`; called once per side). A 16-px epoch costs less than a
+    32-px one, so epochs of different phases are not equal steps of compute."""
+    cost, out, total = {}, [], 0
+    for size, images in recipe.epoch_images(history, train):
+        if size not in cost:
+            cost[size] = per_image(size)
+        total += images * cost[size]
+        out.append(total)
     return out
 
 

@@ -232,6 +232,29 @@ class Recipe:
         device = overrides.get("device") or default_device()
         return train_or_load(name, model, key, lambda: self.fit(model, train, val, **overrides), device=device)
 
+    def epoch_images(self, history: History, train) -> list[tuple[int, int]]:
+        """(side in pixels, training images) of each epoch of `history`, a run of this recipe on `train` (the data
+        set it draws from, as given to `fit`): phase by phase, each phase its own `training_set` and size."""
+        phases, recipes, r = history.phase_list(), [], self
+        while r is not None:
+            recipes.append(r)
+            r = r.then
+        if len(phases) != len(recipes):
+            raise ValueError(f"the history has {len(phases)} phase(s) and this recipe {len(recipes)}: "
+                             "expected a run of this recipe")
+        native = int(train.images.shape[-1])
+        return [(ph.get("image_size", native), len(r.training_set(train)))
+                for r, ph in zip(recipes, phases) for _ in range(ph["epochs"])]
+
+    def at_flops(self, cost, base_cost, train) -> "Recipe":
+        """This recipe cut so that another model spends the training FLOPs that the model it was made for spends:
+        `cost(size)` and `base_cost(size)` are one training image's FLOPs of the two at that side
+        (`minivit.flops.training_flops_per_image`). Phase by phase, a phase of several epochs gets the nearest
+        whole number of epochs (its warm-up scaled with them), and what rounding left over or took goes to the next
+        phase; a phase of one epoch gets the images that spend its share (`n_per_class`, per class of `train`, the
+        data set the recipe draws from). Named `<name>-flops`, so its checkpoints are its own. (04's CNN, 06's hybrid.)"""
+        return _at_flops(self, cost, base_cost, train, carry=0.0)
+
     def run_name(self, model_name: str) -> str:
         """A checkpoint name for `model_name` trained with this recipe, e.g. "cifar10-quick-n500-e3-ViT-Nano-4"."""
         return f"{self.name}-n{self.n_per_class or 'all'}-e{self.epochs}-{model_name.replace('/', '-')}"
@@ -308,6 +331,23 @@ RECIPES: dict[str, Recipe] = {
     "mosaic64-full": Recipe("mosaic64-full", "imagenette", n_per_class=None, epochs=40, batch_size=512, lr=2e-3,
                             warmup_epochs=3.0, label_smoothing=0.1, augment="none"),
 }
+
+
+def _at_flops(r: Recipe, cost, base_cost, train, carry: float) -> Recipe:
+    """`Recipe.at_flops` for one phase and the ones after it; `carry`: FLOPs the phases before left unspent (< 0:
+    overspent)."""
+    size, classes = r.image_size or int(train.images.shape[-1]), len(train.classes)
+    target = r.epochs * len(r.training_set(train)) * base_cost(size) + carry  # the base model's FLOPs, and the carry
+    if r.epochs > 1:
+        n = len(r.training_set(train))
+        epochs = max(1, round(target / (n * cost(size))))
+        cut, spent = r.with_(epochs=epochs, warmup_epochs=r.warmup_epochs * epochs / r.epochs), epochs * n * cost(size)
+    else:
+        per_class = min(len(train) // classes, max(1, round(target / (cost(size) * classes))))
+        cut = r.with_(n_per_class=per_class)
+        spent = len(cut.training_set(train)) * cost(size)
+    then = _at_flops(r.then, cost, base_cost, train, target - spent) if r.then is not None else None
+    return cut.with_(name=f"{r.name}-flops", then=then)
 
 
 def get(dataset: str, profile) -> Recipe:

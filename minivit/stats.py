@@ -66,6 +66,14 @@ def binomial_se(p: float, n: int) -> float:
     return math.sqrt(float(p) * (1 - float(p)) / int(n))
 
 
+def unpaired_z(acc_a: float, n_a: int, acc_b: float, n_b: int) -> float:
+    """z of accuracy `acc_a` (on `n_a` examples) over `acc_b` (on `n_b` other or unpaired examples): the difference
+    over the hypotenuse of the two binomial standard errors. For an anchor whose answers are not kept (a committed
+    baseline's accuracy): where both models' answers on the same images are at hand, `mcnemar` is the sharper test."""
+    se = math.hypot(binomial_se(acc_a, n_a), binomial_se(acc_b, n_b))
+    return (acc_a - acc_b) / se if se > 0 else 0.0 if acc_a == acc_b else math.copysign(math.inf, acc_a - acc_b)
+
+
 def mean_se(values) -> tuple[float, float]:
     """(mean, standard error of the mean) of a few values, e.g. paired differences over seeds: std (n - 1) / sqrt(n)."""
     v = torch.as_tensor(values, dtype=torch.float64).flatten()

@@ -245,3 +245,57 @@ def test_a_history_in_phases_plots_each_step_where_its_phase_puts_it():
     fig = h.plot()
     x = fig.axes[2].lines[0].get_xdata()
     assert list(x) == pytest.approx(h.step_epochs())
+
+
+def test_at_flops_cuts_each_phase_to_the_other_models_compute():
+    """Recipe.at_flops: a phase of several epochs gets the nearest whole number, a phase of one epoch the images that
+    spend what is left, rounding's rest carried on; its own name, so that its checkpoints are its own. The 04/06
+    comparisons at equal training FLOPs."""
+    train = _synthetic_set(48, side=8)  # 16 images per class
+    fine = recipes.Recipe("t-ft", "cifar10", n_per_class=8, epochs=1, batch_size=4, lr=5e-3, augment="none")
+    r = recipes.Recipe("t", "cifar10", n_per_class=None, epochs=6, batch_size=16, lr=1e-2, warmup_epochs=1.5,
+                       augment="none", image_size=4, then=fine)
+    base = {4: 1.0, 8: 4.0}.__getitem__  # the base model's FLOPs per image at 4 and 8 px
+    cut = r.at_flops({4: 2.0, 8: 8.0}.__getitem__, base, train)  # twice as costly at both sizes: exact halves
+    assert (cut.name, cut.epochs, cut.warmup_epochs, cut.image_size) == ("t-flops", 3, 0.75, 4)
+    assert (cut.then.name, cut.then.epochs, cut.then.n_per_class) == ("t-ft-flops", 1, 4)
+
+    def total(recipe, cost):
+        h = recipes.History(phases=[{"epochs": recipe.epochs, "image_size": 4}, {"epochs": 1, "image_size": 8}])
+        return sum(n * cost(size) for size, n in recipe.epoch_images(h, train))
+    costly = {4: 2.5, 8: 8.0}.__getitem__  # 6 / 2.5 = 2.4 epochs: 2, and the rest carried on to the next phase
+    cut = r.at_flops(costly, base, train)
+    assert cut.epochs == 2 and cut.then.n_per_class == 6  # (6*48*1 + 8*3*4 - 2*48*2.5) / 8 / 3 = 6 per class
+    assert total(cut, costly) == total(r, base) == 384  # the same FLOPs in all
+    rounded_up = r.at_flops({4: 1.6, 8: 8.0}.__getitem__, base, train)  # 6 / 1.6 = 3.75 epochs: 4, overspent
+    assert (rounded_up.epochs, rounded_up.then.n_per_class) == (4, 3)  # (288 + 96 - 4*48*1.6) / 8 / 3 = 3.2
+    one = recipes.Recipe("o", "cifar10", n_per_class=None, epochs=1, batch_size=4, lr=1e-3)
+    assert one.at_flops(lambda size: 4.0, lambda size: 1.0, train).n_per_class == 4  # all 16 per class, cut by 4
+    assert one.at_flops(lambda size: 0.5, lambda size: 1.0, train).n_per_class == 16  # never more than there are
+    assert r.at_flops(lambda size: 100.0, base, train).epochs == 1  # never below one epoch
+
+
+def test_epoch_images_and_flops_by_epoch_count_each_phase_at_its_size():
+    from minivit import ViT
+    from minivit.flops import count_flops, flops_by_epoch, training_flops_per_image
+    train = _synthetic_set(48, side=8)
+    fine = recipes.Recipe("t-ft", "cifar10", n_per_class=4, epochs=1, batch_size=4, lr=5e-3, augment="none")
+    r = recipes.Recipe("t", "cifar10", n_per_class=None, epochs=2, batch_size=16, lr=1e-2, augment="none",
+                       image_size=4, then=fine)
+    h = r.fit(tiny_model(), train, None, device="cpu", progress=False)
+    assert r.epoch_images(h, train) == [(4, 48), (4, 48), (8, 12)]
+    sizes = []
+    per_image = lambda size: sizes.append(size) or {4: 10, 8: 100}[size]  # noqa: E731
+    assert flops_by_epoch(r, h, train, per_image) == [480, 960, 960 + 1200]
+    assert sizes == [4, 8]  # one count per side
+    with pytest.raises(ValueError, match="2 phase"):
+        fine.epoch_images(h, train)  # a history of another recipe
+    # the per-image count: the model set to the side first, forward + backward on the meta device
+    cfg = tiny_model().config  # 8-px images, 4-px patches
+    build = lambda: ViT(cfg)  # noqa: E731
+    with torch.device("meta"):
+        at4 = ViT(cfg).set_image_size(4)
+    assert training_flops_per_image(build, 4) == count_flops(at4, (1, 3, 4, 4), backward=True)
+    assert training_flops_per_image(build, 8) > training_flops_per_image(build, 4)
+    with pytest.raises(ValueError, match="positive int"):
+        training_flops_per_image(build, 0)

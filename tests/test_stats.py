@@ -102,3 +102,14 @@ def test_paired_bar_is_students_t_with_the_satterthwaite_degrees_of_freedom():
             paired_bar(PairedSE(1.0, 0.5, 0.5, 0.7), seeds=bad)
     with pytest.raises(ValueError, match="level must lie in"):
         paired_bar(PairedSE(1.0, 0.5, 0.5, 0.7), seeds=3, level=0.3)
+
+
+def test_unpaired_z_is_the_difference_over_both_binomial_errors():
+    from minivit.stats import unpaired_z
+    z = unpaired_z(0.6, 10_000, 0.4, 10_000)
+    assert z == pytest.approx(0.2 / math.hypot(math.sqrt(0.24 / 10_000), math.sqrt(0.24 / 10_000)))
+    assert unpaired_z(0.4, 10_000, 0.6, 10_000) == pytest.approx(-z)
+    assert unpaired_z(0.6, 100, 0.4, 10_000) < z  # fewer examples: a larger error, a smaller z
+    assert unpaired_z(1.0, 50, 1.0, 50) == 0.0 and unpaired_z(1.0, 50, 0.0, 50) == math.inf
+    with pytest.raises(ValueError, match="accuracy p in"):
+        unpaired_z(1.2, 10, 0.5, 10)
