@@ -112,7 +112,7 @@ other-copy: install
 	$(BIN)/python -m pytest $(PYTEST_FLAGS) -p no:cacheprovider --nbval --nbval-cell-timeout=$(NB_CELL_TIMEOUT) \
 		$(NB_PARALLEL) $(OTHER_COPY_NOTEBOOKS)
 
-# The GPU check (docs/gpu.md): every notebook alone, in number order (04 trains what 05 and 06 load), strict, under the
+# The GPU check (docs/gpu.md): every notebook alone, in number order (04 trains what 06 loads), strict, under the
 # full profile, with a report (per notebook and per cell: outcome and seconds; each failing cell's report) written as
 # it goes to gpu-check/ (--out), and a clean stop before a wall-clock limit (--limit-min).
 GPU_CHECK_ARGS ?=

@@ -164,14 +164,13 @@ SIZES = {
     "ablation_8x8": True,  # 04: the 8x8-patch arm (a figure and a reported z, no claim)
     "sweep_batch": 1024,  # 05's compute sweep
     "data_steps": 500, "data_sizes": (250, 1000, 5000),  # 05's data scaling: steps of 500 images, per-class sizes
-    "longer_vit06": True,  # 06: the ViT trained to the hybrid's FLOPs (reported, no claim)
     "live64_epochs": 100,  # 07's live ViT-Nano/16 at 64 px (imagenette64-full)
     "four_x_arm07": True, "scratch07": True,  # 07: the 4x-steps arm and the run from scratch (reported, no claim)
     "nette_epochs": None,  # 08: the imagenette-full recipe's epochs; None: the recipe's
     "probes09": 31, "ft09_epochs": 40,  # 09: few-shot probes during MPP (its claim: the first, the last); fine-tuning
 }
 PROPOSED = {**SIZES, "c10_epochs": 15, "f03_epochs": 15, "linear03_epochs": 5, "ablation": (500, 20, 1000),
-            "sweep_batch": 2048, "data_steps": 250, "data_sizes": (250, 5000), "longer_vit06": False,
+            "sweep_batch": 2048, "data_steps": 250, "data_sizes": (250, 5000),
             "live64_epochs": 30, "four_x_arm07": False, "nette_epochs": 30, "probes09": 7, "ft09_epochs": 25}
 
 
@@ -189,8 +188,10 @@ def notebook_runs(cold: bool = False, loader: bool = False, sizes: dict | None =
     nette = nette.with_(epochs=z["nette_epochs"]) if z["nette_epochs"] else nette
     # 04 predicts 10,000 training and the 10,000 test images with each model (its clean metrics)
     vit04 = from_recipe("ViT-Micro/4", "ViT-Micro/4", c10, 50000, eval_images=2000, extra_eval_images=20000)
-    cnn04 = from_recipe("ResNet-20-w2", "ResNet-20-w2", c10, 50000, eval_images=2000, extra_eval_images=60000)
-    longer = round(c10.epochs * train_flops("R-S4+ViT-Micro/4") / train_flops("ViT-Micro/4"))  # 06's control: nearest
+    cnn04 = from_recipe("ResNet-20-w2 at the ViT's training FLOPs", "ResNet-20-w2", c10, 50000,
+                        epochs=max(1, round(c10.epochs * train_flops("ViT-Micro/4") / train_flops("ResNet-20-w2"))),
+                        eval_images=2000, extra_eval_images=20000)
+    hybrid06 = max(1, round(c10.epochs * train_flops("ViT-Micro/4") / train_flops("R-S4+ViT-Micro/4")))  # 06's hybrid
     n_abl, ep_abl, b_abl = z["ablation"]
     plain = dict(rand_augment=None, mixup=False, workers=0)  # on-device crop + flip only
     # 05: ViT-Nano/4 trained to the CNN's 10-epoch FLOPs, nearest epoch (its equal-compute row)
@@ -205,10 +206,7 @@ def notebook_runs(cold: bool = False, loader: bool = False, sizes: dict | None =
             Run("linear classifier", "linear-28", "fashion-mnist", 59000, z["linear03_epochs"], 1024,
                 eval_images=1000, extra_eval_images=10000)],
         "04_training_a_vit": [
-            vit04,  # and the CNN at the ViT's training FLOPs (04's one CNN run since 2026-12-02)
-            from_recipe("ResNet-20-w2 at the ViT's training FLOPs", "ResNet-20-w2", c10, 50000,
-                        epochs=max(1, round(c10.epochs * train_flops("ViT-Micro/4") / train_flops("ResNet-20-w2"))),
-                        eval_images=2000, extra_eval_images=20000),
+            vit04, cnn04,  # the CNN at the ViT's training FLOPs (04's one CNN run since 2026-12-02)
             # 3 seeds of each arm; each predicts its training images and 2,000 validation images once
             from_recipe(f"ablations (baseline{', 8x8 patches' if z['ablation_8x8'] else ''}; 3 seeds)",
                         "ViT-Micro/4", c10, 10 * n_abl, epochs=ep_abl, batch_size=b_abl,
@@ -229,13 +227,11 @@ def notebook_runs(cold: bool = False, loader: bool = False, sizes: dict | None =
             *[from_recipe(f"data scaling, {n} per class", m, c10, 10 * n, epochs=z["data_steps"] * 500 // (10 * n),
                           batch_size=500, extra_eval_images=2000)
               for n in z["data_sizes"] for m in ("ViT-Micro/4", "ResNet-20-w2")]],
-        "06_hybrid": [  # the ViT is 04's (loaded from its checkpoint when 04 ran on this machine); 04 trains its CNN
-            # at the ViT's FLOPs, so 06 trains the CNN of equal epochs itself
-            *([vit04] if cold else []), cnn04,
-            from_recipe("hybrid R-S4+ViT-Micro/4", "R-S4+ViT-Micro/4", c10, 50000, eval_images=2000,
-                        extra_eval_images=40000),
-            *([from_recipe(f"ViT-Micro/4 trained to the hybrid's FLOPs ({longer} epochs)", "ViT-Micro/4", c10,
-                           50000, epochs=longer, eval_images=2000)] if z["longer_vit06"] else [])],
+        "06_hybrid": [  # the ViT and the CNN are 04's (loaded from their checkpoints when 04 ran on this machine);
+            # the hybrid trains to the ViT's training FLOPs (Recipe.at_flops), nearest epoch
+            *([vit04, cnn04] if cold else []),
+            from_recipe(f"hybrid R-S4+ViT-Micro/4 at the ViT's training FLOPs ({hybrid06} epochs)", "R-S4+ViT-Micro/4",
+                        c10, 50000, epochs=hybrid06, eval_images=2000, extra_eval_images=10000)],
         "07_finetuning_at_higher_resolution": [
             # the live photograph model (validated on 500 images); sections 2-6 use the zoo's 64-px models
             from_recipe("ViT-Nano/16 at 64 px", "ViT-Nano/16@64", nette64, 9469, epochs=z["live64_epochs"],

@@ -4,7 +4,7 @@
     python benchmarks/gpu_check.py --out DIR --limit-min 9.5      # the same, another folder and wall-clock limit
     python benchmarks/gpu_check.py --out DIR 04 05 06             # some notebooks only (by number or path)
 
-Each notebook runs alone, one after the other in number order (04 trains the models 05 and 06 load), as
+Each notebook runs alone, one after the other in number order (04 trains the models 06 loads), as
 `python -m pytest --nbval <notebook>` under the full profile (MINIVIT_PROFILE=full, unless --profile says otherwise):
 strict, so a changed deterministic output fails as it does in `make notebooks`. Into the folder it is given, the
 run writes, and rewrites after every cell:

@@ -10,7 +10,7 @@ every notebook at the end.
   runs on a machine without a CUDA GPU) runs the notebooks in two lanes (`lanes_for` below), one lane per worker, each
   notebook's kernel with half the CPU cores as threads. Two threads made a training step only about a third
   faster than one on the course's 2-core machine, so two kernels of one thread each finish more work in the same
-  time (measured in benchmarks/README.md). Each lane runs its notebooks in order: 06 loads the models 05 trained
+  time (measured in benchmarks/README.md). Each lane runs its notebooks in order: 06 loads the models 04 trained
   (in a lane of its own, it would train them again); 07 and 08 share no training since 08 takes its mosaic model
   from the zoo.
 """
@@ -25,13 +25,14 @@ from pathlib import Path
 import pytest
 
 REPORT_DIR = "MINIVIT_REPORT_DIR"  # environment variable: a folder for the failing cells' reports
+TIMES = "MINIVIT_NOTEBOOK_TIMES"  # environment variable: a JSON file for the notebooks' times (benchmarks/README.md)
 # The lanes of a parallel run are drawn for the notebooks collected (all ten, or `make other-copy`'s six): longest
 # first, each to the lane with the fewest seconds so far (`lanes_for`). SECONDS: one-thread times with the other lane
 # busy, measured in a rehearsal of CI on 2026-12-02 (c8405f3); a notebook not listed counts as 60 s. TOGETHER: 06
-# loads the ViT and CNN 05 trained, so the two share a lane (in order) when both run; 07 and 08 share nothing (08
-# takes its mosaic model from the zoo), nor does 04 since it trains on all the images at two resolutions.
+# loads the ViT and CNN 04 trained (since 2026-12-04; 05's until then), so the two share a lane (in order) when both
+# run; 07 and 08 share nothing (08 takes its mosaic model from the zoo), nor do 05 and 06.
 SECONDS = {"00": 7, "01": 9, "02": 8, "03": 73, "04": 397, "05": 352, "06": 157, "07": 233, "08": 167, "09": 185}
-TOGETHER = (("05", "06"),)
+TOGETHER = (("04", "06"),)
 _seconds: dict[str, float] = defaultdict(float)
 _start = time.perf_counter()
 
@@ -121,13 +122,38 @@ def pytest_runtest_logreport(report):
             (Path(folder) / _report_name(report.nodeid)).write_text(text)
 
 
-def pytest_terminal_summary(terminalreporter):
+def pytest_terminal_summary(terminalreporter, exitstatus):
     if _seconds:
         terminalreporter.section("time per notebook")
         for name, s in _seconds.items():
             terminalreporter.write_line(f"{s:7.1f} s  {name}")
         terminalreporter.write_line(f"{sum(_seconds.values()):7.1f} s  all {len(_seconds)} notebooks, summed")
         workers = getattr(terminalreporter.config.option, "numprocesses", None)
+        wall = time.perf_counter() - _start
         if workers:  # xdist: the notebooks ran side by side, so the wall clock is what the run took
-            wall = time.perf_counter() - _start
             terminalreporter.write_line(f"{wall:7.1f} s  wall clock, {workers} notebooks at a time")
+        if os.environ.get(TIMES):
+            _write_times(Path(os.environ[TIMES]), workers or 1, wall, exitstatus == 0)
+
+
+def _write_times(path: Path, at_a_time: int, wall: float, passed: bool) -> None:
+    """The run's seconds per notebook as JSON (README's table of notebook times is rendered from the committed one,
+    .ci/readme_tables.py): written whole, then moved into place, so a reader never sees half a file."""
+    import json
+    import platform
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cpu = platform.processor() or platform.machine()
+    try:  # Linux names the CPU model in /proc/cpuinfo
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name")) or cpu
+    except (OSError, StopIteration):
+        pass
+    record = {"what": "seconds per notebook of `pytest --nbval` (kernel start and every cell), as notebooks/conftest.py "
+                      "timed them", "passed": passed, "notebooks_at_a_time": at_a_time,
+              "threads": os.environ.get("OMP_NUM_THREADS") or "all cores", "cores": cores, "cpu": cpu,
+              "date": time.strftime("%Y-%m-%d"), "wall_clock_s": round(wall, 1),
+              "seconds": {Path(name).stem: round(s, 1) for name, s in sorted(_seconds.items())}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    tmp.replace(path)

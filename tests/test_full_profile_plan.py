@@ -29,8 +29,9 @@ def test_the_full_profile_fits_one_gpu():
 def test_a_fresh_machine_trains_the_checkpoints_again_and_decodes_its_data():
     warm, cold = planning.plan(), planning.plan(cold=True)
     runs_warm, runs_cold = planning.notebook_runs(), planning.notebook_runs(cold=True)
-    # 06 trains 04's ViT again on a fresh machine (08 takes its mosaic model from the zoo: no longer 07's)
-    assert [r.what for r in runs_cold["06_hybrid"] if r not in runs_warm["06_hybrid"]] == ["ViT-Micro/4"]
+    # 06 trains 04's ViT and CNN again on a fresh machine (08 takes its mosaic model from the zoo: no longer 07's)
+    assert [r.what for r in runs_cold["06_hybrid"] if r not in runs_warm["06_hybrid"]] == [
+        "ViT-Micro/4", "ResNet-20-w2 at the ViT's training FLOPs"]
     assert cold["06_hybrid"] > warm["06_hybrid"]
     assert {nb for nb in runs_warm if runs_warm[nb] != runs_cold[nb]} == {"06_hybrid"}
     f = planning.FIGURES

@@ -1,5 +1,5 @@
 """notebooks/conftest.py's two lanes for `make notebooks` (two at a time): drawn for the notebooks collected, the
-longest first to the least loaded lane, 05 and 06 in one lane (06 loads the models 05 trained)."""
+longest first to the least loaded lane, 04 and 06 in one lane (06 loads the models 04 trained)."""
 
 import importlib.util
 from pathlib import Path
@@ -21,13 +21,13 @@ def _loads(m, lanes):
     return out
 
 
-def test_every_notebook_gets_a_lane_and_05_runs_beside_06():
+def test_every_notebook_gets_a_lane_and_04_runs_beside_06():
     m = _conftest()
     numbers = sorted(p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     assert set(m.SECONDS) == set(numbers)  # a time for every notebook, none for one that is gone
     lanes = m.lanes_for(numbers)
     assert set(lanes) == set(numbers) and set(lanes.values()) == {"lane-1", "lane-2"}
-    assert lanes["05"] == lanes["06"]
+    assert lanes["04"] == lanes["06"]
     loads = sorted(_loads(m, lanes).values())
     # the greedy split is within the longest unit's share of the best split (LPT's bound for two lanes)
     assert loads[1] - loads[0] <= max(m.SECONDS.values())
@@ -36,7 +36,7 @@ def test_every_notebook_gets_a_lane_and_05_runs_beside_06():
 def test_the_other_copy_notebooks_are_balanced_on_their_own():
     m = _conftest()
     for some in (["00", "04", "07", "08"],  # make other-copy's
-                 ["00", "04", "06", "07", "08", "09"]):  # its six until 2026-12-02: no 05, so 06 goes where it fits
+                 ["00", "04", "06", "07", "08", "09"]):  # its six until 2026-12-02: 06 beside 04
         lanes = m.lanes_for(some)
         assert set(lanes) == set(some) and len(_loads(m, lanes)) == 2
         assert lanes["04"] != lanes["07"]  # the two longest apart

@@ -44,9 +44,10 @@ H100, A100, L4, T4 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB", "NVIDIA L
     ((9, 0), 16, H100, "full", "compute capability 9.0 (bf16 tensor cores) and 16 CPU cores"),
     ((9, 0), 8, H100, "full", "compute capability 9.0"),  # the fewest cores that do
     ((9, 0), 7, H100, "quick", "7 CPU cores < 8"),
-    ((8, 0), 12, A100, "quick", "estimated at up to 10.1 min, over the 10-minute goal"),  # Colab's A100
+    ((8, 0), 12, A100, "full", "compute capability 8.0"),  # Colab's A100: its longest estimated at up to 9.2 min
+    ((8, 9), 12, L4, "quick", "estimated at up to 32 min, over the 10-minute goal"),  # an L4 with enough cores
     ((8, 9), 2, L4, "quick", "2 CPU cores < 8 (the full profile is timed only on 16-core hosts) and its longest "
-                             "full-profile notebook is estimated at up to 36 min"),  # an L4 on a small machine
+                             "full-profile notebook is estimated at up to 32 min"),  # an L4 on a small machine
     ((7, 5), 2, T4, "quick", "compute capability 7.5 < 8.0 (no bf16 tensor cores) and 2 CPU cores < 8"),  # Colab T4
     ((7, 5), 32, T4, "quick", "compute capability 7.5 < 8.0"),  # a T4 on a big machine
     ((8, 9), 32, "NVIDIA GeForce RTX 4090", "quick", "its full-profile time is unknown"),
@@ -70,9 +71,8 @@ def test_the_h100_line_has_no_estimate_and_keeps_its_wording(monkeypatch):
 
 
 @pytest.mark.parametrize("gpu, capability, cores, minutes", [
-    (A100, (8, 0), 12, "19-50 min for all ten notebooks, 4.3-10 min the longest (its GPU work 3.2x an H100's"),
-    (L4, (8, 9), 12, "38-176 min for all ten notebooks, 10-36 min the longest (its GPU work 11.2x an H100's"),
-    (T4, (7, 5), 2, "48-241 min for all ten notebooks, 13-49 min the longest (its GPU work 15.2x an H100's"),
+    (L4, (8, 9), 12, "30-153 min for all ten notebooks, 7.0-32 min the longest (its GPU work 11.2x an H100's"),
+    (T4, (7, 5), 2, "37-209 min for all ten notebooks, 8.9-44 min the longest (its GPU work 15.2x an H100's"),
 ])
 def test_other_gpus_print_the_estimate_and_how_to_choose_full(monkeypatch, gpu, capability, cores, minutes):
     _machine(monkeypatch, capability, cores, gpu)
@@ -82,11 +82,16 @@ def test_other_gpus_print_the_estimate_and_how_to_choose_full(monkeypatch, gpu, 
     assert line.endswith("; MINIVIT_PROFILE=full chooses the full profile") and "\n" not in line
 
 
-def test_a_gpu_estimated_within_the_goal_gets_full_and_says_how_to_choose_quick(monkeypatch):
-    _machine(monkeypatch, (9, 0), 16, "NVIDIA H100 PCIe")  # 1.7x the SXM's GPU time: 5.9 min the longest at most
+@pytest.mark.parametrize("gpu, capability, cores, minutes", [
+    ("NVIDIA H100 PCIe", (9, 0), 16, "13-23 min for all ten notebooks, 2.7-4.9 min the longest"),  # 1.7x the SXM's
+    (A100, (8, 0), 12, "16-43 min for all ten notebooks, 3.4-9.2 min the longest (its GPU work 3.2x an H100's"),
+])
+def test_a_gpu_estimated_within_the_goal_gets_full_and_says_how_to_choose_quick(monkeypatch, gpu, capability, cores,
+                                                                              minutes):
+    _machine(monkeypatch, capability, cores, gpu)
     profile = get_profile()
     assert profile.name == "full"
-    assert "full profile on this H100 PCIe estimated at 15-26 min for all ten notebooks" in str(profile)
+    assert f"full profile on this {mprofile.gpu_class(gpu).name} estimated at {minutes}" in str(profile)
     assert str(profile).endswith("; MINIVIT_PROFILE=quick chooses the quick profile")
 
 
@@ -102,7 +107,7 @@ def test_forcing_the_profile_on_another_gpu_still_prints_the_estimate(monkeypatc
     _machine(monkeypatch, (8, 9), 12, L4)
     monkeypatch.setenv(ENV_VAR, "full")
     line = str(get_profile())
-    assert "chosen by MINIVIT_PROFILE=full; full profile on this L4 estimated at 38-176 min" in line
+    assert "chosen by MINIVIT_PROFILE=full; full profile on this L4 estimated at 30-153 min" in line
     _machine(monkeypatch, (9, 0), 16, H100)
     monkeypatch.setenv(ENV_VAR, "quick")
     assert str(get_profile()).endswith("; chosen by MINIVIT_PROFILE=quick")  # the H100: nothing estimated
