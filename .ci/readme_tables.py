@@ -12,6 +12,14 @@ trained yet". The table stands between the markers
 
 in README.md and in docs/zoo.md; .ci/prose.py exempts those blocks from the rule against typed numbers.
 
+README's line of notebook times -- how long each notebook took alone on the course's 2-core machine -- is rendered
+the same way from `benchmarks/results/notebook_times_cpu.json`, which `notebooks/conftest.py` writes when
+`MINIVIT_NOTEBOOK_TIMES` names it (benchmarks/README.md says how it was run), between
+
+    <!-- generated: python .ci/readme_tables.py (notebook times) -->
+    ...
+    <!-- end generated -->
+
     python .ci/readme_tables.py            # print the table
     python .ci/readme_tables.py --check    # exit 1 when a file's block differs from the records (0 when it matches)
     python .ci/readme_tables.py --write    # rewrite the blocks from the records
@@ -32,6 +40,9 @@ FILES = [ROOT / "README.md", ROOT / "docs" / "zoo.md"]
 BEGIN = "<!-- generated: python .ci/readme_tables.py -->"
 END = "<!-- end generated -->"
 BLOCK = re.compile(re.escape(BEGIN) + r"\n.*?" + re.escape(END), re.S)
+TIMES = ROOT / "benchmarks" / "results" / "notebook_times_cpu.json"
+TIMES_BEGIN = "<!-- generated: python .ci/readme_tables.py (notebook times) -->"
+TIMES_BLOCK = re.compile(re.escape(TIMES_BEGIN) + r"\n.*?" + re.escape(END), re.S)
 COLUMNS = ["model", "preset", "data, resolution", "epochs", "test accuracy (right / test set)", "trained on",
            "minutes", "notebooks"]
 
@@ -89,12 +100,28 @@ def render(rows: list[list[str]] | None = None) -> str:
     return "\n".join([BEGIN, *lines, END])
 
 
-def replace_block(text: str, block: str, path: Path) -> str:
-    found = BLOCK.findall(text)
+def render_times(record: dict | None = None) -> str:
+    """The notebook-times block, markers included: one row of minutes per notebook, from the committed record."""
+    record = json.loads(TIMES.read_text()) if record is None else record
+    if not record.get("passed") or record.get("notebooks_at_a_time") != 1:
+        raise SystemExit(f"{TIMES.name}: expected a passing run of one notebook at a time, got passed="
+                         f"{record.get('passed')}, notebooks_at_a_time={record.get('notebooks_at_a_time')}")
+    seconds = record["seconds"]
+    head = [name[:2] for name in seconds] + ["all ten" if len(seconds) == 10 else "all"]
+    cells = [f"{s / 60:.1f}" for s in seconds.values()] + [f"{sum(seconds.values()) / 60:.1f}"]
+    lines = [f"Minutes per notebook alone (the quick profile needs no GPU and uses every CPU core PyTorch finds), one "
+             f"at a time in order, on {record['cores']} cores of an {record['cpu']}, {record['date']}:", "",
+             "| notebook | " + " | ".join(head) + " |", "|" + "---|" * (len(head) + 1),
+             "| minutes | " + " | ".join(cells) + " |"]
+    return "\n".join([TIMES_BEGIN, *lines, END])
+
+
+def replace_block(text: str, block: str, path: Path, pattern: re.Pattern = BLOCK, begin: str = BEGIN) -> str:
+    found = pattern.findall(text)
     if len(found) != 1:
-        raise SystemExit(f"{path.relative_to(ROOT)}: expected one block between {BEGIN!r} and {END!r}, "
+        raise SystemExit(f"{path.relative_to(ROOT)}: expected one block between {begin!r} and {END!r}, "
                          f"found {len(found)}")
-    return BLOCK.sub(lambda m: block, text)
+    return pattern.sub(lambda m: block, text)
 
 
 def main(argv: list[str]) -> int:
@@ -103,12 +130,14 @@ def main(argv: list[str]) -> int:
         return 2
     block = render()
     if not argv:
-        print(block)
+        print(block + "\n\n" + render_times())
         return 0
     stale = []
     for path in FILES:
         text = path.read_text()
         new = replace_block(text, block, path)
+        if path.name == "README.md":
+            new = replace_block(new, render_times(), path, TIMES_BLOCK, TIMES_BEGIN)
         if new != text:
             stale.append(path.relative_to(ROOT))
             if argv == ["--write"]:
@@ -117,8 +146,8 @@ def main(argv: list[str]) -> int:
         print(f"rewrote {', '.join(map(str, stale))}" if stale else "the tables were up to date")
         return 0
     if stale:
-        print(f"the zoo's table in {', '.join(map(str, stale))} differs from minivit/zoo/records.json: "
-              "python .ci/readme_tables.py --write", file=sys.stderr)
+        print(f"the generated tables in {', '.join(map(str, stale))} differ from minivit/zoo/records.json or "
+              f"benchmarks/results/{TIMES.name}: python .ci/readme_tables.py --write", file=sys.stderr)
         return 1
     return 0
 

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / ".ci" / "readme_tables.py"
 _spec = importlib.util.spec_from_file_location("readme_tables", SCRIPT)
@@ -46,12 +48,15 @@ def test_check_fails_on_a_changed_block_and_write_restores_it(tmp_path, monkeypa
     readme = tmp_path / "README.md"
     block = tables.render()
     typed = block.replace(tables.END, "| a line typed by hand | 99.99% |\n" + tables.END)
-    readme.write_text(f"# x\n\n{typed}\n\ntext after\n")
+    times = tables.render_times()
+    readme.write_text(f"# x\n\n{typed}\n\ntext after\n\n{times}\n")
     monkeypatch.setattr(tables, "FILES", [readme])
     monkeypatch.setattr(tables, "ROOT", tmp_path)
     assert tables.main(["--check"]) == 1
     assert tables.main(["--write"]) == 0
-    assert readme.read_text() == f"# x\n\n{block}\n\ntext after\n"
+    assert readme.read_text() == f"# x\n\n{block}\n\ntext after\n\n{times}\n"
+    readme.write_text(f"# x\n\n{block}\n\n{times.replace('| minutes |', '| minutes | 0.1 |')}\n")  # typed
+    assert tables.main(["--check"]) == 1 and tables.main(["--write"]) == 0 and tables.main(["--check"]) == 0
     assert tables.main(["--check"]) == 0
     assert tables.main(["--bogus"]) == 2
 
@@ -64,3 +69,14 @@ def test_the_prose_rule_exempts_only_the_generated_block():
     assert tables.BEGIN in readme and tables.END in readme
     assert prose.check_readme() == []
     assert "%" in tables.render()  # the numbers are there, inside the generated block
+
+
+def test_the_notebook_times_come_from_a_passing_run_of_one_notebook_at_a_time():
+    record = json.loads(tables.TIMES.read_text())
+    block = tables.render_times(record)
+    assert block.startswith(tables.TIMES_BEGIN) and block.endswith(tables.END)
+    assert f"{record['seconds']['04_training_a_vit'] / 60:.1f}" in block and record["cpu"] in block
+    with pytest.raises(SystemExit, match="one notebook at a time"):
+        tables.render_times({**record, "notebooks_at_a_time": 2})
+    with pytest.raises(SystemExit, match="passed=False"):
+        tables.render_times({**record, "passed": False})
