@@ -15,7 +15,7 @@ models on PyTorch's `meta` device and nothing is allocated or computed, only sha
 A run's compute, for comparisons at equal training FLOPs (04_training_a_vit.ipynb, 06_hybrid.ipynb):
 
     per_image = training_flops_per_image(lambda: ViT.from_preset("ViT-Nano/4"), 16)  # one 16-px image, fwd + bwd
-    flops_by_epoch(recipe, history, train, per_image_at)  # cumulative FLOPs at each epoch's end, phase by phase
+    flops_by_epoch(recipe, history, train, lambda size: training_flops_per_image(build, size))  # at each epoch's end
 
 `forward_flops` is the formula 05_scaling.ipynb derives by hand, per image, T = N + 1 tokens, L layers:
 2 [N P² C D + L (T (4D² + 2DM) + 2T²D) + DK] -- the patch embedding, the per-token linear maps (qkv, the

@@ -252,7 +252,8 @@ class Recipe:
         (`minivit.flops.training_flops_per_image`). Phase by phase, a phase of several epochs gets the nearest
         whole number of epochs (its warm-up scaled with them), and what rounding left over or took goes to the next
         phase; a phase of one epoch gets the images that spend its share (`n_per_class`, per class of `train`, the
-        data set the recipe draws from). Named `<name>-flops`, so its checkpoints are its own. (04's CNN, 06's hybrid.)"""
+        data set the recipe draws from). Named `<name>-flops`, so its checkpoints are its own (04's CNN, 06's
+        hybrid)."""
         return _at_flops(self, cost, base_cost, train, carry=0.0)
 
     def run_name(self, model_name: str) -> str:
@@ -336,10 +337,9 @@ RECIPES: dict[str, Recipe] = {
 def _at_flops(r: Recipe, cost, base_cost, train, carry: float) -> Recipe:
     """`Recipe.at_flops` for one phase and the ones after it; `carry`: FLOPs the phases before left unspent (< 0:
     overspent)."""
-    size, classes = r.image_size or int(train.images.shape[-1]), len(train.classes)
-    target = r.epochs * len(r.training_set(train)) * base_cost(size) + carry  # the base model's FLOPs, and the carry
+    size, classes, n = r.image_size or int(train.images.shape[-1]), len(train.classes), len(r.training_set(train))
+    target = r.epochs * n * base_cost(size) + carry  # the base model's FLOPs in this phase, and the carry
     if r.epochs > 1:
-        n = len(r.training_set(train))
         epochs = max(1, round(target / (n * cost(size))))
         cut, spent = r.with_(epochs=epochs, warmup_epochs=r.warmup_epochs * epochs / r.epochs), epochs * n * cost(size)
     else:

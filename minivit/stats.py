@@ -18,6 +18,7 @@ over the seeds' differences alone never sees.
 
     r = mcnemar(pred_a == labels, pred_b == labels)     # r.only_a, r.only_b, r.z
     p, se = acc, binomial_se(acc, n)                    # one accuracy's standard error
+    z = unpaired_z(acc_a, n_a, acc_b, n_b)              # two accuracies whose answers are not both at hand
     mean, se = mean_se(gains_over_seeds)                # the mean of a few values and its s.e.
     d = paired_se(right_a_by_seed, right_b_by_seed)     # d.mean, d.seed_se, d.test_se, d.se (both parts)
     d.mean > paired_bar(d, seeds) * d.se                # a difference, judged with Student's t
@@ -30,7 +31,7 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["McNemar", "PairedSE", "binomial_se", "mcnemar", "mean_se", "paired_bar", "paired_se"]
+__all__ = ["McNemar", "PairedSE", "binomial_se", "mcnemar", "mean_se", "paired_bar", "paired_se", "unpaired_z"]
 
 
 class McNemar(NamedTuple):
