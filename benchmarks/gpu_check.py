@@ -196,11 +196,7 @@ def run(paths: list[Path], out: Path, limit_s: float, margin_s: float, profile: 
                 collect()
                 time.sleep(POLL_S)
         finally:  # stopped at the limit, finished, or the runner itself interrupted: nothing of it runs on
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
+            end_all(proc)
         if row["status"] == "running":
             row["status"] = {0: "passed", 1: "failed"}.get(proc.returncode, "error")
             if row["status"] == "error":
@@ -212,6 +208,45 @@ def run(paths: list[Path], out: Path, limit_s: float, margin_s: float, profile: 
     report["state"] = "stopped at the limit" if stopped else "finished"
     collect()
     return report
+
+
+def end_all(proc: subprocess.Popen) -> None:
+    """Kill `proc`, its process group and every process it started, and wait until they are gone.
+
+    The group alone is not enough: jupyter_client starts each kernel in a session of its own, and an orphaned kernel
+    only notices its parent's death a poll later. psutil is there wherever nbval is (ipykernel requires it).
+    """
+    import psutil
+
+    try:
+        family = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        family = []
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    for p in family:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    proc.wait()
+    deadline = time.monotonic() + 30
+    while (alive := [p for p in family if _alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if alive:
+        print(f"gpu_check: processes {[p.pid for p in alive]} outlived SIGKILL for 30 s", file=sys.stderr)
+
+
+def _alive(p) -> bool:
+    """Still running: not gone and not a zombie (dead, waiting for its new parent to reap it)."""
+    import psutil
+
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -72,6 +72,15 @@ def _untag(t: torch.Tensor) -> torch.Tensor:
         return t.as_subclass(torch.Tensor) if isinstance(t, OnCuda) else t
 
 
+def _untag_all(out):
+    """Results of an operation asked for on another device (the CPU, the meta device): not on CUDA, as there."""
+    if isinstance(out, torch.Tensor):
+        return _untag(out)
+    if isinstance(out, (tuple, list)):
+        return type(out)(_untag_all(o) for o in out)
+    return out
+
+
 def _target_device(args, kwargs):
     """The device a `Tensor.to(...)` call asks for, or None (a dtype-only call)."""
     if "device" in kwargs:
@@ -131,12 +140,13 @@ class _StandIn(TorchFunctionMode):
         if func is torch.Tensor.pin_memory:
             return args[0]
         asks_cuda = _is_cuda(kwargs.get("device"))
+        asks_other = kwargs.get("device") is not None and not asks_cuda  # e.g. empty_like(t, device="meta")
         if asks_cuda:
             args, kwargs = _without_device(args, kwargs)
         if name not in _MIXING_ALLOWED:
             self._check(func, name, args, kwargs, asks_cuda)
         out = func(*args, **kwargs)
-        return _tag(out) if asks_cuda else out
+        return _tag(out) if asks_cuda else _untag_all(out) if asks_other else out
 
     def _check(self, func, name, args, kwargs, asks_cuda):
         leaves = tree_leaves((args, kwargs))

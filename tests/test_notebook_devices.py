@@ -100,6 +100,8 @@ def test_the_standin_obeys_cudas_device_rules():
         assert torch.rand(2, device="cuda", generator=torch.Generator("cuda").manual_seed(0)).device.type == "cuda"
         with pytest.raises(TypeError, match="cuda:0 device type tensor to numpy"):
             out.detach().numpy()
+        meta = torch.empty_like(out, device="meta")  # asked for another device: not on CUDA, as on a GPU
+        assert meta.device.type == "meta" and (meta + torch.empty(2, 3, device="meta")).device.type == "meta"
         loss = out.logsumexp(-1).mean()
         loss.backward()  # gradients and an optimizer step stay on the device
         torch.optim.AdamW(model.parameters()).step()
