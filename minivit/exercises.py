@@ -16,7 +16,8 @@ changes its input in place cannot spoil the expected value or a later case); `_c
 with the expected one and, when the values are right but in another order, says so. Here, `_as_int` accepts a float
 with an exact integer value (e.g. `H / P * W / P`) where an int is expected, and `with _without(fn, paths, hint):
 fn(...)` runs the answer with the package's (or PyTorch's, SciPy's) own solution refusing to run, however the
-answer holds it, so that an answer which only calls it is refused ("solve it without ...") instead of passed.
+answer holds it, so that an answer which only calls it is refused ("solve it without ...") instead of passed --
+every check here does, 01-03's too.
 
 Introduced in 00_start_here.ipynb; each check names the notebook whose exercise it checks.
 """
@@ -98,9 +99,18 @@ def check_head_parameters(answer, verbose: bool = True) -> CheckResult:
 # ---- 01_patches.ipynb ----------------------------------------------------------------------------------
 
 
-def check_patchify(fn, verbose: bool = True) -> CheckResult:
+# The package's patchify, refused while an answer runs; einops and unfold too where the exercise says "reshape and
+# permute only" (01's: reshape_only=True).
+_PATCHIFY_SOLUTIONS = ["minivit.patching"]
+_NOT_RESHAPE = ["einops.einops", "einops.layers", "torch.nn.functional.unfold", "torch.Tensor.unfold"]
+
+
+def check_patchify(fn, verbose: bool = True, reshape_only: bool = False) -> CheckResult:
     """01_patches: `fn(images (B, C, H, W), patch_size) -> (B, N, P*P*C)`, patches row by row, each flattened
-    in (p1 p2 c) order -- the same as `minivit.patchify`."""
+    in (p1 p2 c) order -- the same as `minivit.patchify`, written without it (and, with `reshape_only=True`, as
+    01's exercise asks, without einops or unfold: reshape and permute only)."""
+    banned = _PATCHIFY_SOLUTIONS + (_NOT_RESHAPE if reshape_only else [])
+    hint = "cut the patches with reshape and permute" + ("" if reshape_only else " (or einops)")
     from einops import rearrange
 
     from .patching import patchify
@@ -111,7 +121,8 @@ def check_patchify(fn, verbose: bool = True) -> CheckResult:
         channels_first = rearrange(x, "b c (h p1) (w p2) -> b (h w) (c p1 p2)", p1=p, p2=p)  # F.unfold's order
 
         def run():
-            got = _call(fn, x, p)
+            with _without(fn, banned, hint):
+                got = _call(fn, x, p)
             problem = _compare(got, expected, order_hint="patches go row by row (h w), each flattened in "
                                                          "(p1 p2 c) order: rows of the patch, then columns, then channels")
             if problem and isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.allclose(
@@ -128,6 +139,10 @@ def check_patchify(fn, verbose: bool = True) -> CheckResult:
 
 
 # ---- 02_class_token_and_positions.ipynb ----------------------------------------------------------------
+
+
+# The package's resampling and timm's: refused while an answer to 02's exercise runs.
+_RESIZE_SOLUTIONS = ["minivit.embeddings.resize_pos_embed", "timm.layers.pos_embed.resample_abs_pos_embed"]
 
 
 def check_resize_pos_embed(fn, verbose: bool = True) -> CheckResult:
@@ -147,7 +162,8 @@ def check_resize_pos_embed(fn, verbose: bool = True) -> CheckResult:
         expected = resize_pos_embed(pe, old, new)
 
         def run():
-            got = _call(fn, pe, old, new)
+            with _without(fn, _RESIZE_SOLUTIONS, "lay the entries out on their grid and call F.interpolate"):
+                got = _call(fn, pe, old, new)
             problem = _compare(got, expected, atol=1e-4)
             if problem and isinstance(got, torch.Tensor) and got.shape == expected.shape:
                 for options, hint in hints:
@@ -158,7 +174,8 @@ def check_resize_pos_embed(fn, verbose: bool = True) -> CheckResult:
 
     def class_entry_kept():
         pe = torch.randn(1, 1 + 9, 8, generator=torch.Generator().manual_seed(9))
-        out = _call(fn, pe, (3, 3), (6, 6))
+        with _without(fn, _RESIZE_SOLUTIONS, "lay the entries out on their grid and call F.interpolate"):
+            out = _call(fn, pe, (3, 3), (6, 6))
         if not isinstance(out, torch.Tensor) or out.ndim != 3:
             return f"returned {type(out).__name__}, expected a tensor (1, 37, 8)"
         return None if torch.equal(out[0, 0], pe[0, 0]) else "the [class] embedding (index 0) was changed"
@@ -171,6 +188,14 @@ def check_resize_pos_embed(fn, verbose: bool = True) -> CheckResult:
 
 
 # ---- 03_transformer_encoder.ipynb ----------------------------------------------------------------------
+
+
+# The package's attention and PyTorch's, refused while an answer to 03's exercise runs; for multi-head attention,
+# the ready-made multi-head layers (an answer may attend with any single-head function, the package's too).
+_ATTENTION_SOLUTIONS = ["minivit.attention", "torch.nn.functional.scaled_dot_product_attention",
+                        "torch.nn.functional.multi_head_attention_forward", "torch.nn.MultiheadAttention"]
+_MSA_SOLUTIONS = ["minivit.attention.Attention", "minivit.exercises._mha", "torch.nn.MultiheadAttention",
+                  "torch.nn.functional.multi_head_attention_forward", "timm.layers.attention"]
 
 
 def check_attention(fn, verbose: bool = True) -> CheckResult:
@@ -187,7 +212,8 @@ def check_attention(fn, verbose: bool = True) -> CheckResult:
         out, weights = attention_with_weights(q, k, v)
 
         def run():
-            got = _call(fn, q, k, v)
+            with _without(fn, _ATTENTION_SOLUTIONS, "write softmax(q k^T / sqrt(Dh)) v from matrix products"):
+                got = _call(fn, q, k, v)
             if not isinstance(got, (tuple, list)) or len(got) != 2:
                 return f"returned {type(got).__name__}, expected a pair (output, weights)"
             return _compare(got[1], weights, what="weights") or _compare(got[0], out, what="output")
@@ -238,16 +264,19 @@ def check_multi_head_attention(fn, verbose: bool = True) -> CheckResult:
                 heads)
 
         def run():
+            hint = "split qkv into heads, attend, concatenate and project by hand"
             if isinstance(fn, type) and issubclass(fn, nn.Module):
-                module = fn(d, heads)
+                with _without(fn, _MSA_SOLUTIONS, hint):
+                    module = fn(d, heads)
                 try:
                     module.load_state_dict(ref.state_dict())
                 except RuntimeError as e:
                     return f"load_state_dict from minivit.Attention failed (name the layers qkv and proj): {e}"
-                with torch.no_grad():
+                with torch.no_grad(), _without(fn, _MSA_SOLUTIONS, hint):
                     got = _call(module, x)
             else:
-                got = _call(fn, *args)
+                with _without(fn, _MSA_SOLUTIONS, hint):
+                    got = _call(fn, *args)
             got_w = None
             if isinstance(got, (tuple, list)) and len(got) == 2:
                 got, got_w = got

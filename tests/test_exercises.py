@@ -35,13 +35,50 @@ def _refused(check, fn, avoid: str) -> CheckResult:
     return r
 
 
+def patchify_by_hand(x, p):  # reshape and permute only, as 01's exercise asks
+    b, c, h, w = x.shape
+    grid = x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 3, 5, 1)  # (B, h, w, P1, P2, C)
+    return grid.reshape(b, (h // p) * (w // p), p * p * c)  # (B, N, P*P*C)
+
+
+def resize_by_hand(pe, old, new):  # 02's exercise: the [class] entry kept, the grid resized with F.interpolate
+    d = pe.shape[-1]
+    grid = pe[:, 1:].reshape(1, *old, d).permute(0, 3, 1, 2)  # (1, D, h, w)
+    grid = F.interpolate(grid, size=new, mode="bicubic", align_corners=False, antialias=True)
+    return torch.cat([pe[:, :1], grid.permute(0, 2, 3, 1).reshape(1, -1, d)], dim=1)
+
+
+def attention_by_hand(q, k, v):  # 03's exercise
+    w = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1)
+    return w @ v, w
+
+
 def test_reference_solutions_pass(capsys):
-    assert check_patchify(patchify)
-    assert check_resize_pos_embed(resize_pos_embed)
-    assert check_attention(attention_with_weights)
+    assert check_patchify(patchify_by_hand, reshape_only=True)
+    assert check_resize_pos_embed(resize_by_hand)
+    assert check_attention(attention_by_hand)
     assert check_head_parameters((1000 - 10) * (768 + 1))
     out = capsys.readouterr().out
     assert "patchify: all correct" in out and "✗" not in out
+
+
+def test_01_to_03_refuse_the_package_and_pytorch_solutions():
+    """00-03 review, round 2, M1: an answer that is one call to the package (or PyTorch's fused attention) is
+    refused, not passed; with reshape_only=True ("without einops", 01's text) einops and unfold are refused too."""
+    _refused(check_patchify, patchify, "minivit.patching.patchify")
+    _refused(check_patchify, minivit.patchify, "minivit.patching.patchify")
+    with_einops = lambda x, p: rearrange(x, "b c (h p1) (w p2) -> b (h w) (p1 p2 c)", p1=p, p2=p)
+    assert check_patchify(with_einops, verbose=False)  # allowed unless the exercise says otherwise
+    r = check_patchify(with_einops, verbose=False, reshape_only=True)
+    assert r.passed == 0 and all("solve it without einops" in f and "reshape and permute" in f for f in r.failures)
+    unfolded = lambda x, p: F.unfold(x, p, stride=p).transpose(1, 2)
+    assert check_patchify(unfolded, verbose=False, reshape_only=True).passed == 0
+    _refused(check_resize_pos_embed, resize_pos_embed, "minivit.embeddings.resize_pos_embed")
+    _refused(check_attention, attention_with_weights, "minivit.attention.attention_with_weights")
+    fused = lambda q, k, v: (F.scaled_dot_product_attention(q, k, v), attention_by_hand(q, k, v)[1])
+    r = check_attention(fused, verbose=False)
+    assert r.passed == 0 and all("scaled_dot_product_attention" in f for f in r.failures), r.failures
+    assert not _stand_ins_left()
 
 
 def test_wrong_patchify_orders_fail():
@@ -73,7 +110,7 @@ def test_wrong_attention_answers_fail():
         return w @ v, w
 
     def output_only(q, k, v):
-        return F.scaled_dot_product_attention(q, k, v)
+        return attention_by_hand(q, k, v)[0]
     for fn in (no_scale, softmax_over_queries):
         r = check_attention(fn, verbose=False)
         assert r.passed == 0 and "weights has the right shape but wrong values" in r.failures[0]
@@ -445,19 +482,19 @@ def test_swap_tiles_check():
 def test_a_mutating_answer_is_judged_on_its_own_output():
     """E4 of the instructor trial: an answer that changes its input in place must not blame a later case."""
     def mutating(x, p):
-        out = patchify(x, p).clone()
+        out = patchify_by_hand(x, p).clone()
         x.zero_()  # spoils its own input only
         return out
     assert check_patchify(mutating, verbose=False)
 
     def mutating_pe(pe, old, new):
-        out = resize_pos_embed(pe, old, new).clone()
+        out = resize_by_hand(pe, old, new).clone()
         pe.mul_(0)
         return out
     assert check_resize_pos_embed(mutating_pe, verbose=False)
 
     def mutating_attention(q, k, v):
-        out = attention_with_weights(q, k, v)
+        out = attention_by_hand(q, k, v)
         q.fill_(0), k.fill_(0), v.fill_(0)
         return out
     assert check_attention(mutating_attention, verbose=False)
@@ -488,14 +525,31 @@ def test_multi_head_attention_check():
 
     from minivit import Attention
     from minivit.exercises import _mha, check_multi_head_attention
-    assert check_multi_head_attention(lambda *a: _mha(*a), verbose=False)  # (out, weights)
-    assert check_multi_head_attention(lambda *a: _mha(*a)[0], verbose=False)  # out only
-    assert check_multi_head_attention(Attention, verbose=False)  # a module class with timm's names
-    r = check_multi_head_attention(lambda *a: _mha(*a, layout="h three dh"), verbose=False)
+
+    def by_hand(x, qkv_w, qkv_b, proj_w, proj_b, heads, layout="three h dh", scale_by="dh"):
+        q, k, v = rearrange(x @ qkv_w.T + qkv_b, f"b n ({layout}) -> three b h n dh", three=3, h=heads)
+        if scale_by == "d":  # wrongly: 1/sqrt(D)
+            q = q * math.sqrt(q.shape[-1] / x.shape[-1])
+        out, w = attention_with_weights(q, k, v)  # a single-head function may be the package's
+        return rearrange(out, "b h n dh -> b n (h dh)") @ proj_w.T + proj_b, w
+
+    class ByHand(nn.Module):  # a module class with timm's names
+        def __init__(self, dim, heads):
+            super().__init__()
+            self.heads, self.qkv, self.proj = heads, nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+
+        def forward(self, x):
+            return by_hand(x, self.qkv.weight, self.qkv.bias, self.proj.weight, self.proj.bias, self.heads)[0]
+    assert check_multi_head_attention(by_hand, verbose=False)  # (out, weights)
+    assert check_multi_head_attention(lambda *a: by_hand(*a)[0], verbose=False)  # out only
+    assert check_multi_head_attention(ByHand, verbose=False)
+    _refused(check_multi_head_attention, Attention, "minivit.attention.Attention")  # the package's layer, refused
+    _refused(check_multi_head_attention, lambda *a: _mha(*a), "minivit.exercises._mha")  # the check's own
+    r = check_multi_head_attention(lambda *a: by_hand(*a, layout="h three dh"), verbose=False)
     assert r.passed == 1 and "laid out (3, heads, Dh)" in r.failures[0]  # one head: the layouts coincide
-    r = check_multi_head_attention(lambda *a: _mha(*a, layout="three dh h"), verbose=False)
+    r = check_multi_head_attention(lambda *a: by_hand(*a, layout="three dh h"), verbose=False)
     assert "head h is the Dh columns" in r.failures[0]
-    r = check_multi_head_attention(lambda *a: _mha(*a, scale_by="d"), verbose=False)
+    r = check_multi_head_attention(lambda *a: by_hand(*a, scale_by="d"), verbose=False)
     assert "1/sqrt(Dh), the head width" in r.failures[0]
 
     class WrongNames(nn.Module):
@@ -543,6 +597,9 @@ def test_without_reaches_every_name_and_puts_everything_back():
 def test_resize_pos_embed_names_the_corner_convention():
     """The instructor trial r2: a resize with the corners aligned got only "wrong values"; now the hint names it."""
     def corners(pe, old, new):
-        return resize_pos_embed(pe, old, new, align_corners=True)
+        d = pe.shape[-1]
+        grid = pe[:, 1:].reshape(1, *old, d).permute(0, 3, 1, 2)  # (1, D, h, w)
+        grid = F.interpolate(grid, size=new, mode="bicubic", align_corners=True, antialias=True)
+        return torch.cat([pe[:, :1], grid.permute(0, 2, 3, 1).reshape(1, -1, d)], dim=1)
     result = check_resize_pos_embed(corners, verbose=False)
     assert not result and any("align_corners=False" in f for f in result.failures), result.failures

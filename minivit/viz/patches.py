@@ -65,10 +65,12 @@ def plot_patch_size_cost(patch_sizes, num_tokens, attention_cost, flops=None, im
     ax_n.set(xlabel="patch size P", ylabel="tokens N = HW / P²", yscale="log", title=f"sequence length{size}")
     ax_n.set_yticks(n, [f"{v:g}" for v in n])
     ax_n.yaxis.set_minor_formatter(NullFormatter())
-    ax_c.plot(ps, att, "o-", label="attention ∝ N²")
+    ax_c.plot(ps, att, "o-", label="attention pairs ∝ (N+1)²")
     if flops is not None:
         ax_c.plot(ps, list(map(float, flops)), "s--", label="whole forward pass (FLOPs)")
-    ax_c.set(xlabel="patch size P", ylabel="cost relative to P = 16", yscale="log", title=f"compute{size}")
+    # without `flops` the panel shows attention's pairs only, not the model's compute: its title says which
+    what = "compute" if flops is not None else "attention pairs"
+    ax_c.set(xlabel="patch size P", ylabel="relative to P = 16", yscale="log", title=f"{what}{size}")
     ax_c.legend()
     for ax in (ax_n, ax_c):
         ax.set_xscale("log")
