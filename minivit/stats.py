@@ -22,6 +22,11 @@ over the seeds' differences alone never sees.
     mean, se = mean_se(gains_over_seeds)                # the mean of a few values and its s.e.
     d = paired_se(right_a_by_seed, right_b_by_seed)     # d.mean, d.seed_se, d.test_se, d.se (both parts)
     d.mean > paired_bar(d, seeds) * d.se                # a difference, judged with Student's t
+    g = gap_change(a1, b1, a2, b2)                      # does A - B change between two settings? g.change, g.se, g.z
+
+A claim that a gap *changes* (with the budget, with the data) is a claim about an interaction: `gap_change` tests it
+on the same test images, image by image (introduced in 05_scaling.ipynb), instead of reading it from two verdicts
+(one significant, one not), which says nothing about the difference between them.
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["McNemar", "PairedSE", "binomial_se", "mcnemar", "mean_se", "paired_bar", "paired_se", "unpaired_z"]
+__all__ = ["GapChange", "McNemar", "PairedSE", "binomial_se", "gap_change", "mcnemar", "mean_se", "paired_bar",
+           "paired_se", "unpaired_z"]
 
 
 class McNemar(NamedTuple):
@@ -132,3 +138,35 @@ def paired_bar(d: PairedSE, seeds: int, level: float = 0.975) -> float:
         return float(norm.ppf(level))
     df = d.se ** 4 / (d.seed_se ** 4 / (seeds - 1))
     return float(t.ppf(level, df))
+
+
+class GapChange(NamedTuple):
+    """The change of a paired gap, accuracy(A) - accuracy(B), from a first setting to a second, on the same images."""
+
+    first: float  # the gap in the first setting (a fraction: 0.05 is 5 points)
+    second: float  # the gap in the second setting
+    change: float  # second - first
+    se: float  # its standard error over the n test images
+    z: float  # change / se; 0.0 when no image changes sides
+
+
+def gap_change(right_a1, right_b1, right_a2, right_b2) -> GapChange:
+    """Does model A's lead over model B change between two settings (two budgets, two data sizes)? Four bool (n,)
+    tensors: which of the same n test images A and B get right in the first setting, then in the second.
+
+    Per image i, g_i = [(A2 right) - (B2 right)] - [(A1 right) - (B1 right)]; the change of the gap is the mean of
+    g and its standard error sd(g) / sqrt(n), the same images in every term, so what is shared cancels. It tests
+    these four trained models on these images (one seed each), not the methods behind them; and like McNemar's z,
+    it says nothing about a second seed."""
+    a1, b1, a2, b2 = (_as_bool(r, name).double() for r, name in
+                      ((right_a1, "right_a1"), (right_b1, "right_b1"), (right_a2, "right_a2"), (right_b2, "right_b2")))
+    if not a1.shape == b1.shape == a2.shape == b2.shape:
+        raise ValueError("expected the four tensors on the same test images, got shapes "
+                         f"{[tuple(t.shape) for t in (a1, b1, a2, b2)]}")
+    if len(a1) < 2:
+        raise ValueError(f"expected at least 2 test images, got {len(a1)}")
+    first, second = a1 - b1, a2 - b2  # (n,) each
+    g = second - first  # (n,)
+    se = (g.std() / math.sqrt(len(g))).item()
+    change = g.mean().item()
+    return GapChange(first.mean().item(), second.mean().item(), change, se, change / se if se > 0 else 0.0)

@@ -113,3 +113,39 @@ def test_unpaired_z_is_the_difference_over_both_binomial_errors():
     assert unpaired_z(1.0, 50, 1.0, 50) == 0.0 and unpaired_z(1.0, 50, 0.0, 50) == math.inf
     with pytest.raises(ValueError, match="accuracy p in"):
         unpaired_z(1.2, 10, 0.5, 10)
+
+
+def test_gap_change_is_calibrated_and_finds_a_real_change():
+    """05's test of a changing gap (round 5, M7): under no change z is about standard normal; a gap that grows by
+    5 points on 2,000 images is found; the numbers are the per-image differences' mean and s.e."""
+    from minivit.stats import gap_change
+    g = torch.Generator().manual_seed(0)
+    n = 2000
+
+    def models(p_a, p_b):  # two models' correctness, correlated through a shared image difficulty
+        easy = torch.rand(n, generator=g)
+        return easy < p_a, easy < p_b
+
+    zs = []
+    for _ in range(400):
+        a1, b1 = models(0.45, 0.40)
+        a2, b2 = models(0.50, 0.45)  # both better, the same gap: no change
+        zs.append(gap_change(a1, b1, a2, b2).z)
+    zs = torch.tensor(zs)
+    assert abs(zs.mean()) < 0.2 and 0.85 < zs.std() < 1.15  # about N(0, 1): 400 draws, each bound ~3 s.e. wide
+    a1, b1 = models(0.45, 0.40)
+    a2, b2 = models(0.55, 0.45)  # the gap grows from 5 to 10 points
+    r = gap_change(a1, b1, a2, b2)
+    d = (a2.double() - b2.double()) - (a1.double() - b1.double())
+    assert math.isclose(r.change, d.mean().item()) and math.isclose(r.se, d.std().item() / math.sqrt(n))
+    assert r.z > 3 and r.first < r.second
+
+
+def test_gap_change_refuses_bad_input():
+    from minivit.stats import gap_change
+    t = torch.ones(5, dtype=torch.bool)
+    with pytest.raises(ValueError, match="same test images"):
+        gap_change(t, t, t, torch.ones(4, dtype=torch.bool))
+    with pytest.raises(ValueError):
+        gap_change(t, t, t, torch.ones(5))  # not bool
+    assert gap_change(t, t, t, t).z == 0.0  # no image changes sides
