@@ -1,5 +1,6 @@
 """The prose rules (.ci/prose.py) on the ten notebooks and README: no number of ours typed into markdown, every
-heading at the top of its own cell, and a main line about half as long as before the round-4 rewrite."""
+heading at the top of its own cell, and a main line about half as long as before the round-4 rewrite and at most
+2,000 words in every notebook."""
 
 import importlib.util
 import json
@@ -42,6 +43,16 @@ def test_main_line_about_half(number):
     assert words <= 0.55 * WORDS_BEFORE[number], (
         f"{path.name}: {words} words in the main line, over 55% of the {WORDS_BEFORE[number]} before the "
         "rewrite; fold caveats, derivations and history into <details> blocks")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_main_line_reads_in_one_sitting(path):
+    """Issue 40: every notebook's main line at most prose.MAIN_LINE_WORDS (UvA's whole ViT tutorial is shorter
+    than 03 was); the folds keep the caveats, derivations and the reviewers' points."""
+    words = prose.check_notebook(path)["main_words"]
+    assert words <= prose.MAIN_LINE_WORDS, (
+        f"{path.name}: {words} words in the main line, over {prose.MAIN_LINE_WORDS}; fold caveats, derivations "
+        "and history into <details> blocks, or split the notebook")
 
 
 def test_readme_has_no_typed_numbers():
