@@ -12,7 +12,8 @@ The profile is chosen by the machine (`choose`): "full" only on a CUDA GPU with 
 capability >= 8.0), at least `full_min_cores()` (8) CPU cores (the full profile is timed only on 16-core hosts),
 and a full-profile time that is known: on the H100 the course was timed on, or ESTIMATED for the GPU's class
 (`GPU_CLASSES`, from vendor datasheet peaks) at most `FULL_BUDGET_NOTEBOOK_MIN` (10) minutes for the longest
-notebook. "quick" on any other GPU (a T4, an L4, an A100, one not in the table, a 2-core Colab machine), on Apple
+notebook (today the H100 variants, the H200 and the A100). "quick" on any other GPU (a T4, an L4, one not in the
+table, a 2-core Colab machine), on Apple
 MPS and on the CPU. `print(profile)` says in one line what was chosen and why; on a CUDA GPU other than the H100
 it adds the full profile's estimated minutes there and the setting that chooses the other profile. It can be
 forced with the environment variable MINIVIT_PROFILE=quick|full (for example to run the quick notebooks on a GPU,
