@@ -94,6 +94,26 @@ def _hybrid_light(config: ViTConfig) -> ViT:
                                                in_channels=config.in_channels, dim=config.dim))
 
 
+class _PatchDropoutViT(ViT):
+    """PatchDropout (Liu et al., 2023, "PatchDropout: Economizing Vision Transformers Using Patch Dropout"): in
+    training, each image keeps a random `keep` share of its patch tokens after the position embeddings are added (so
+    a kept token still says where it came from), the [class] token always; evaluation sees every token. Applied only
+    to images of the sizes in `at_sizes` (a trial for issue 39: the 32-px phase at about half the cost per step)."""
+
+    def __init__(self, config: ViTConfig, keep: float, at_sizes: tuple[int, ...]):
+        super().__init__(config)
+        self.keep, self.at_sizes = keep, at_sizes
+
+    def forward_features(self, images: torch.Tensor) -> torch.Tensor:
+        x = self.embed(images)  # (B, N+1, D)
+        if self.training and self.keep < 1 and images.shape[-1] in self.at_sizes:
+            b, t, d = x.shape
+            k = max(1, round((t - 1) * self.keep))
+            kept = torch.rand(b, t - 1, device=x.device).argsort(dim=1)[:, :k] + 1  # (B, k): patch tokens, 1-based
+            x = torch.cat([x[:, :1], x.gather(1, kept[..., None].expand(-1, -1, d))], dim=1)  # (B, k+1, D)
+        return self.norm(self.blocks(x))  # (B, k+1, D) in training, (B, N+1, D) otherwise
+
+
 BENCHMARKS = {
     "cifar10": dict(
         # since 2026-12-02 notebook 04's findings: flips only (random crops slowed a run this short) and batch 256
@@ -102,6 +122,19 @@ BENCHMARKS = {
                       warmup_epochs=50, label_smoothing=0.1, augment="flip"),
         config=ViTConfig(image_size=32, patch_size=4, num_classes=10, dim=64, depth=4, heads=2, mlp_dim=128),
         budget=300.0, target=0.70, phases=[(0.75, 16), (0.25, 32)]),
+    # Two trials of "cifar10" (issue 39's candidates; benchmarks/README.md reports them): progressive resizing with
+    # a third phase, and PatchDropout in the 32-px phase, which then gets a larger share of the budget.
+    "cifar10-3phase": dict(
+        recipe=Recipe("tta-cifar10-3phase", "cifar10", n_per_class=None, epochs=1000, batch_size=256, lr=3e-3,
+                      warmup_epochs=50, label_smoothing=0.1, augment="flip"),
+        config=ViTConfig(image_size=32, patch_size=4, num_classes=10, dim=64, depth=4, heads=2, mlp_dim=128),
+        budget=300.0, target=0.70, phases=[(0.55, 16), (0.25, 24), (0.2, 32)]),
+    "cifar10-patchdrop": dict(
+        recipe=Recipe("tta-cifar10-patchdrop", "cifar10", n_per_class=None, epochs=1000, batch_size=256, lr=3e-3,
+                      warmup_epochs=50, label_smoothing=0.1, augment="flip"),
+        config=ViTConfig(image_size=32, patch_size=4, num_classes=10, dim=64, depth=4, heads=2, mlp_dim=128),
+        budget=300.0, target=0.70, phases=[(0.6, 16), (0.4, 32)],
+        build=lambda config: _PatchDropoutViT(config, keep=0.5, at_sizes=(32,))),
     "fashion-mnist": dict(
         # batch 128 since 2026-12-02 (more steps in the minute; until then batch 256: 87.01% on 2026-11-27)
         recipe=Recipe("tta-fashion-mnist", "fashion-mnist", n_per_class=None, epochs=100, batch_size=128, lr=3e-3,
@@ -248,7 +281,7 @@ def main(argv=None) -> int:
     for (fraction, size), h in zip(phases, histories):
         print(f"phase: {fraction:.0%} of the budget at {size} px, {len(h)} epoch(s); {h.stopped or 'all epochs done'}")
     if not a.no_save:
-        save_result(f"time_to_accuracy_{a.benchmark}", out)
+        save_result(f"time_to_accuracy_{a.benchmark}" + (f"-seed{a.seed}" if a.seed else ""), out)  # seed 0: no suffix
     return 0
 
 

@@ -153,3 +153,24 @@ def test_bad_arguments_are_usage_errors(args):
     with pytest.raises(SystemExit) as e:
         time_to_accuracy.main(args)
     assert e.value.code == 2
+
+
+def test_patch_dropout_keeps_a_random_share_of_the_patch_tokens_in_training_only():
+    """The PatchDropout trial of time_to_accuracy.py: in training at a listed size, each image keeps round(keep * N)
+    of its own patch tokens (with their position embeddings) and the [class] token; elsewhere and in eval, all."""
+    from minivit import ViTConfig
+    config = ViTConfig(image_size=16, patch_size=4, num_classes=3, dim=16, depth=1, heads=2, mlp_dim=32)
+    model = time_to_accuracy._PatchDropoutViT(config, keep=0.5, at_sizes=(16,))
+    model.blocks, model.norm = torch.nn.Identity(), torch.nn.Identity()  # features = the embedded tokens themselves
+    x = torch.randn(4, 3, 16, 16)
+    everything = model.embed(x)  # (B, N+1, D)
+    torch.manual_seed(0)
+    kept = model.train().forward_features(x)  # (B, k+1, D)
+    assert kept.shape == (4, 1 + 8, 16) and torch.equal(kept[:, 0], everything[:, 0])
+    for b in range(4):  # every kept token is one of the image's own, none twice
+        rows = [int(torch.nonzero((everything[b, 1:] == t).all(-1))[0]) for t in kept[b, 1:]]
+        assert len(set(rows)) == 8
+    assert not all(torch.equal(kept[0, 1:], kept[b, 1:]) for b in range(1, 4))  # each image draws its own
+    assert model.eval().forward_features(x).shape == (4, 17, 16)  # evaluation: every token
+    model.train().set_image_size(8)
+    assert model.forward_features(torch.randn(2, 3, 8, 8)).shape == (2, 5, 16)  # a size not listed: every token
