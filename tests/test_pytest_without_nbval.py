@@ -47,7 +47,7 @@ OPTIONAL = {"nbval": "nbval", "pytest-xdist": "xdist", "hypothesis": "hypothesis
             "ipykernel": "ipykernel", "ipywidgets": "ipywidgets", "timm": "timm", "pyyaml": "yaml",
             "scikit-image": "skimage", "sphinx": "sphinx", "myst-nb": "myst_nb", "sphinx-book-theme": "sphinx_book_theme",
             "django-static-mathjax": "mathjax", "playwright": "playwright", "nbgrader": "nbgrader",
-            "jupyter-server-mathjax": "jupyter_server_mathjax"}
+            "jupyter-server-mathjax": "jupyter_server_mathjax", "psutil": "psutil"}
 BROUGHT = {"scipy", "nbformat", "nbclient", "jupyter_client", "jupyter_server", "IPython"}  # installed by the extras above, not asked for
 
 
