@@ -23,6 +23,8 @@ over the seeds' differences alone never sees.
     d = paired_se(right_a_by_seed, right_b_by_seed)     # d.mean, d.seed_se, d.test_se, d.se (both parts)
     d.mean > paired_bar(d, seeds) * d.se                # a difference, judged with Student's t
     g = gap_change(a1, b1, a2, b2)                      # does A - B change between two settings? g.change, g.se, g.z
+    d = paired_gap_change(a1s, b1s, a2s, b2s)           # the same over seeds (lists): a PairedSE, for paired_bar
+    r = new_run_t(acc, accs_over_seeds)                 # is one run what another seed would give? |r.t| < r.bar
 
 A claim that a gap *changes* (with the budget, with the data) is a claim about an interaction: `gap_change` tests it
 on the same test images, image by image (introduced in 05_scaling.ipynb), instead of reading it from two verdicts
@@ -36,8 +38,8 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["GapChange", "McNemar", "PairedSE", "binomial_se", "gap_change", "mcnemar", "mean_se", "paired_bar",
-           "paired_se", "unpaired_z"]
+__all__ = ["GapChange", "McNemar", "NewRun", "PairedSE", "binomial_se", "gap_change", "mcnemar", "mean_se",
+           "new_run_t", "paired_bar", "paired_gap_change", "paired_se", "unpaired_z"]
 
 
 class McNemar(NamedTuple):
@@ -114,7 +116,11 @@ def paired_se(right_a, right_b) -> PairedSE:
     b = torch.stack([_as_bool(r, "right_b[s]") for r in right_b]).double()  # (S, n)
     if a.shape != b.shape:
         raise ValueError(f"right_a and right_b must cover the same test images, got {tuple(a.shape)} and {tuple(b.shape)}")
-    d = a - b  # (S, n)
+    return _over_seeds(a - b)
+
+
+def _over_seeds(d: torch.Tensor) -> PairedSE:
+    """`paired_se`'s mean and two-part standard error of d (S, n): one paired difference per seed and test image."""
     seeds, n = d.shape
     per_seed = d.mean(dim=1)  # (S,)
     luck = d.var(dim=0).mean().item()  # within-image variance over seeds, averaged over images
@@ -170,3 +176,46 @@ def gap_change(right_a1, right_b1, right_a2, right_b2) -> GapChange:
     se = (g.std() / math.sqrt(len(g))).item()
     change = g.mean().item()
     return GapChange(first.mean().item(), second.mean().item(), change, se, change / se if se > 0 else 0.0)
+
+
+def paired_gap_change(right_a1, right_b1, right_a2, right_b2) -> PairedSE:
+    """`gap_change` over seeds: does method A's lead over method B change between two settings? Four lists of one
+    bool (n,) tensor per seed (seed s of every list trained with the same seed), all on the same n test images.
+
+    Per seed s and image i, d[s, i] = [(A2 right) - (B2 right)] - [(A1 right) - (B1 right)]; the result is
+    `paired_se`'s: the mean change of the gap with a seed part and a test part of its standard error, so that
+    `paired_bar(result, seeds)` judges it with Student's t. Introduced in 05_scaling.ipynb."""
+    lists = {"right_a1": right_a1, "right_b1": right_b1, "right_a2": right_a2, "right_b2": right_b2}
+    if len({len(v) for v in lists.values()}) != 1 or len(right_a1) < 2:
+        raise ValueError("expected the same number (>= 2) of seeds in all four lists, got "
+                         f"{[len(v) for v in lists.values()]}")
+    a1, b1, a2, b2 = (torch.stack([_as_bool(r, f"{k}[s]") for r in v]).double() for k, v in lists.items())
+    if not a1.shape == b1.shape == a2.shape == b2.shape:
+        raise ValueError("expected all four on the same test images, got shapes "
+                         f"{[tuple(t.shape) for t in (a1, b1, a2, b2)]}")
+    return _over_seeds((a2 - b2) - (a1 - b1))
+
+
+class NewRun(NamedTuple):
+    """Where a new run's value lies among a few earlier seeds' values of the same training."""
+
+    t: float  # (value - mean) / (sd * sqrt(1 + 1/k)): Student's t with k - 1 degrees of freedom if the run is alike
+    df: int  # k - 1
+    bar: float  # the two-sided 99% bound on |t| for a run like the earlier ones: t quantile 0.995 with df
+
+
+def new_run_t(value: float, earlier) -> NewRun:
+    """Is `value` (one run's accuracy, say on another machine) what another seed of the same training would give?
+    `earlier`: that training's values over k >= 2 seeds. The prediction interval's t: a new draw from the seeds'
+    normal distribution lies within mean +- bar * sd * sqrt(1 + 1/k) 99 times in 100. Floating point that differs
+    between machines changes a run as another seed does, so this is how a run is checked against a record
+    (introduced in 05_scaling.ipynb)."""
+    from scipy.stats import t as student_t
+    v = torch.as_tensor(earlier, dtype=torch.float64).flatten()
+    if len(v) < 2 or not torch.isfinite(v).all() or not math.isfinite(float(value)):
+        raise ValueError(f"expected a finite value and at least 2 finite earlier values, got {value} and {v.tolist()}")
+    k, sd = len(v), v.std().item()
+    scale = sd * math.sqrt(1 + 1 / k)
+    diff = float(value) - v.mean().item()
+    t = diff / scale if scale > 0 else (0.0 if diff == 0 else math.copysign(math.inf, diff))
+    return NewRun(t, k - 1, float(student_t.ppf(0.995, k - 1)))

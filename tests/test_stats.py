@@ -149,3 +149,61 @@ def test_gap_change_refuses_bad_input():
     with pytest.raises(ValueError):
         gap_change(t, t, t, torch.ones(5))  # not bool
     assert gap_change(t, t, t, t).z == 0.0  # no image changes sides
+
+
+def test_paired_gap_change_holds_its_level_when_seeds_vary():
+    """05's data study over three seeds: a change of the gap that differs from seed to seed but is zero on average
+    is claimed (mean > paired_bar * se) about as often as the level allows, while the test part alone (what
+    `gap_change` on one seed sees) claims it far more often; a real change (some 10 points) is found."""
+    from minivit.stats import paired_bar, paired_gap_change
+    g = torch.Generator().manual_seed(1)
+    n, seeds = 2000, 3
+
+    def run(p):  # one model's correctness on the n images: a shared difficulty plus this run's own luck
+        return (0.7 * easy + 0.3 * torch.rand(n, generator=g)) < p
+
+    claimed, claimed_test_only = 0, 0
+    trials = 300
+    for _ in range(trials):
+        easy = torch.rand(n, generator=g)
+        lists = [[], [], [], []]
+        for _ in range(seeds):
+            wobble = 0.04 * torch.randn(1, generator=g).item()  # this seed's change of the gap: zero on average
+            for k, p in enumerate((0.45, 0.40, 0.50 + wobble, 0.45)):
+                lists[k].append(run(p))
+        d = paired_gap_change(*lists)
+        claimed += d.mean > paired_bar(d, seeds) * d.se
+        claimed_test_only += d.mean > 1.96 * d.test_se
+    assert claimed / trials < 0.06  # one-sided level 0.025; 300 trials
+    assert claimed_test_only / trials > 0.15  # the seeds' spread, ignored, makes false claims
+    easy = torch.rand(n, generator=g)
+    lists = [[run(p) for _ in range(seeds)] for p in (0.45, 0.40, 0.58, 0.45)]  # the gap grows
+    d = paired_gap_change(*lists)
+    accuracy = [torch.stack(v).double().mean().item() for v in lists]
+    assert math.isclose(d.mean, (accuracy[2] - accuracy[3]) - (accuracy[0] - accuracy[1]), abs_tol=1e-12)
+    assert d.mean > 0.05 and d.mean > paired_bar(d, seeds) * d.se
+
+
+def test_paired_gap_change_refuses_bad_input():
+    from minivit.stats import paired_gap_change
+    t = torch.ones(5, dtype=torch.bool)
+    with pytest.raises(ValueError, match="same number"):
+        paired_gap_change([t, t], [t, t], [t, t], [t])
+    with pytest.raises(ValueError, match="same test images"):
+        paired_gap_change([t, t], [t, t], [t, t], [torch.ones(4, dtype=torch.bool)] * 2)
+
+
+def test_new_run_t_is_students_t_for_a_run_like_the_others():
+    """A fourth draw of the same training lies outside the 99% bound about 1 time in 100 (3 earlier seeds, 2
+    degrees of freedom: bar 9.92); a run 14 s.d. away from three seeds is found."""
+    from minivit.stats import new_run_t
+    g = torch.Generator().manual_seed(2)
+    draws = 0.56 + 0.005 * torch.randn(4000, 4, generator=g, dtype=torch.float64)
+    outside = sum(abs((r := new_run_t(row[3].item(), row[:3])).t) > r.bar for row in draws)
+    assert new_run_t(0.5, [0.4, 0.6]).df == 1 and abs(new_run_t(0.5, [0.4, 0.5, 0.6]).bar - 9.925) < 1e-3
+    assert 0.004 < outside / len(draws) < 0.018  # 1%; binomial s.e. 0.16% over 4,000
+    assert abs(new_run_t(0.56, [0.4, 0.5, 0.6]).t) < 1
+    far = new_run_t(0.63, [0.560, 0.565, 0.555])  # 14 s.d. above the seeds' mean
+    assert far.t > far.bar
+    with pytest.raises(ValueError, match="at least 2"):
+        new_run_t(0.5, [0.5])
