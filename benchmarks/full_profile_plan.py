@@ -162,15 +162,12 @@ SIZES = {
     "f03_epochs": 30, "linear03_epochs": 10,  # 03: the ViT on Fashion-MNIST, the linear classifier
     "ablation": (1000, 20, 1000),  # 04's ablations: images per class, epochs, batch (3 arms x 3 seeds)
     "ablation_8x8": True,  # 04: the 8x8-patch arm (a figure and a reported z, no claim)
-    "sweep_batch": 1024,  # 05's compute sweep
-    "data_steps": 500, "data_sizes": (250, 1000, 5000),  # 05's data scaling: steps of 500 images, per-class sizes
     "live64_epochs": 100,  # 07's live ViT-Nano/16 at 64 px (imagenette64-full)
     "four_x_arm07": True, "scratch07": True,  # 07: the 4x-steps arm and the run from scratch (reported, no claim)
     "nette_epochs": None,  # 08: the imagenette-full recipe's epochs; None: the recipe's
     "probes09": 31, "ft09_epochs": 40,  # 09: few-shot probes during MPP (its claim: the first, the last); fine-tuning
 }
 PROPOSED = {**SIZES, "c10_epochs": 15, "f03_epochs": 15, "linear03_epochs": 5, "ablation": (500, 20, 1000),
-            "sweep_batch": 2048, "data_steps": 250, "data_sizes": (250, 5000),
             "live64_epochs": 30, "four_x_arm07": False, "nette_epochs": 30, "probes09": 7, "ft09_epochs": 25}
 
 
@@ -194,8 +191,6 @@ def notebook_runs(cold: bool = False, loader: bool = False, sizes: dict | None =
     hybrid06 = max(1, round(c10.epochs * train_flops("ViT-Micro/4") / train_flops("R-S4+ViT-Micro/4")))  # 06's hybrid
     n_abl, ep_abl, b_abl = z["ablation"]
     plain = dict(rand_augment=None, mixup=False, workers=0)  # on-device crop + flip only
-    # 05: ViT-Nano/4 trained to the CNN's 10-epoch FLOPs, nearest epoch (its equal-compute row)
-    matched05 = round(10 * train_flops("ResNet-14") / train_flops("ViT-Nano/4"))
     return {
         "00_start_here": [],
         "01_patches": [],
@@ -214,19 +209,16 @@ def notebook_runs(cold: bool = False, loader: bool = False, sizes: dict | None =
             from_recipe("ablation without augmentation (3 seeds)", "ViT-Micro/4", c10, 10 * n_abl, epochs=ep_abl,
                         batch_size=b_abl, augment="none", **plain, extra_eval_images=10 * n_abl + 2000, repeat=3)],
         "05_scaling": [
-            # the compute sweep: 2 and 10 epochs of each model, on-device crop + flip; the four ViT variants
-            # (D32 L2 P8, D64 L4 P8, D64 L2 P4, ViT-Nano/4) are all sized as the largest, ViT-Nano/4
-            from_recipe("compute sweep: 4 ViT variants, 2 + 10 epochs", "ViT-Nano/4", c10, 50000, epochs=12,
-                        batch_size=z["sweep_batch"], **plain, eval_images=2000, repeat=4),
-            from_recipe("compute sweep: ResNet-14, 2 + 10 epochs", "ResNet-14", c10, 50000, epochs=12,
-                        batch_size=z["sweep_batch"], **plain, eval_images=2000, extra_eval_images=20000),
-            from_recipe(f"ViT-Nano/4 at the CNN's FLOPs ({matched05} epochs)", "ViT-Nano/4", c10, 50000,
-                        epochs=matched05, batch_size=z["sweep_batch"], **plain, eval_images=2000,
-                        extra_eval_images=10000),
-            # data scaling: every subset gets the same steps of 500 images, the full recipe
-            *[from_recipe(f"data scaling, {n} per class", m, c10, 10 * n, epochs=z["data_steps"] * 500 // (10 * n),
-                          batch_size=500, extra_eval_images=2000)
-              for n in z["data_sizes"] for m in ("ViT-Micro/4", "ResNet-20-w2")]],
+            # the sweep comes from its committed record (minivit.sweep) in both profiles; the full profile trains the
+            # record's three checked runs on the GPU with their quick recipe: 6 epochs of 50,000 images at 16 px, then
+            # 20,000 at 32 px, batches of 256 (ResNet-8: 5 epochs, then 13,510; the 8x8-patch ViT sized as ViT-Nano/4)
+            Run("ViT-Nano/4 and the 8x8-patch ViT, 16 px", "ViT-Nano/4@16", "cifar10", 50000, 6, 256,
+                eval_images=2000, repeat=2),
+            Run("ViT-Nano/4 and the 8x8-patch ViT, 32 px", "ViT-Nano/4", "cifar10", 20000, 1, 256, eval_images=2000,
+                extra_eval_images=10000, repeat=2),
+            Run("ResNet-8 at ViT-Nano/4's FLOPs (sized at 32 px)", "ResNet-8", "cifar10", 50000, 5, 256,
+                eval_images=2000),
+            Run("ResNet-8, 32 px", "ResNet-8", "cifar10", 13510, 1, 256, eval_images=2000, extra_eval_images=10000)],
         "06_hybrid": [  # the ViT and the CNN are 04's (loaded from their checkpoints when 04 ran on this machine);
             # the hybrid trains to the ViT's training FLOPs (Recipe.at_flops), nearest epoch
             *([vit04, cnn04] if cold else []),

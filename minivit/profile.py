@@ -44,13 +44,14 @@ FULL_MIN_CAPABILITY = (8, 0)  # CUDA compute capability of bf16 tensor cores (Am
 
 # The full profile's time on other GPUs: ESTIMATES, not measurements. Nothing of the full profile has run on any
 # GPU but one H100 (SXM, "NVIDIA H100 80GB HBM3", 16 host cores). Its minutes there, all ten notebooks and the
-# longest (05), are themselves estimated, by `benchmarks/full_profile_plan.py` (calibrated on the H100 runs of 04, 05
-# and 06 measured on 2026-11-27; docs/results.md): (calibrated figures, a pessimistic host).
-H100_FULL_MIN = {"all ten notebooks": (11.7, 13.7), "the longest": (2.4, 2.9)}
+# longest (04 since 05 reads its sweep from a record, 2026-12-08), are themselves estimated, by
+# `benchmarks/full_profile_plan.py` (calibrated on the H100 runs of 04, 05 and 06 measured on 2026-11-27;
+# docs/results.md): (calibrated figures, a pessimistic host).
+H100_FULL_MIN = {"all ten notebooks": (10.0, 11.6), "the longest": (2.1, 2.5)}
 # The share of those H100 minutes that is GPU work (FLOPs at the sustained rate, RandAugment's pixels, evaluation),
-# in the same plan: all ten 0.15, the longest (05 since 06 trains only its hybrid, 2026-12-04) 0.19. The rest (per-step
+# in the same plan: all ten 0.136, the longest (04) 0.244. The rest (per-step
 # launch overhead, kernel start, data decode) runs on the host and need not slow down on a slower GPU.
-GPU_BOUND_SHARE = {"all ten notebooks": 0.15, "the longest": 0.19}
+GPU_BOUND_SHARE = {"all ten notebooks": 0.136, "the longest": 0.244}
 FULL_BUDGET_NOTEBOOK_MIN = 10.0  # the course's goal for one notebook on a student's GPU (benchmarks/t4_estimate.py)
 REFERENCE_GPU = "H100"  # the class the full profile was timed on
 

@@ -10,9 +10,9 @@ every notebook at the end.
   runs on a machine without a CUDA GPU) runs the notebooks in two lanes (`lanes_for` below), one lane per worker, each
   notebook's kernel with half the CPU cores as threads. Two threads made a training step only about a third
   faster than one on the course's 2-core machine, so two kernels of one thread each finish more work in the same
-  time (measured in benchmarks/README.md). Each lane runs its notebooks in order: 06 loads the models 04 trained
-  (in a lane of its own, it would train them again); 07 and 08 share no training since 08 takes its mosaic model
-  from the zoo.
+  time (measured in benchmarks/README.md). Each lane runs its notebooks in order: 05 and 06 load the models 04
+  trained (in a lane of their own, they would train them again); 07 and 08 share no training since 08 takes its
+  mosaic model from the zoo.
 """
 
 import os
@@ -29,11 +29,12 @@ TIMES = "MINIVIT_NOTEBOOK_TIMES"  # environment variable: a JSON file for the no
 # The lanes of a parallel run are drawn for the notebooks collected (all ten, or `make other-copy`'s six): longest
 # first, each to the lane with the fewest seconds so far (`lanes_for`). SECONDS: one-thread times with the other lane
 # busy, measured in a rehearsal of CI on 2026-12-02 (c8405f3), but 06 and 08, estimated on 2026-12-04 from their new
-# one-at-a-time times (06 trains only its hybrid; 08 trains 6 epochs, not 3); a notebook not listed counts as 60 s. TOGETHER: 06
-# loads the ViT and CNN 04 trained (since 2026-12-04; 05's until then), so the two share a lane (in order) when both
-# run; 07 and 08 share nothing (08 takes its mosaic model from the zoo), nor do 05 and 06.
-SECONDS = {"00": 7, "01": 9, "02": 8, "03": 73, "04": 397, "05": 352, "06": 150, "07": 233, "08": 250, "09": 185}
-TOGETHER = (("04", "06"),)
+# one-at-a-time times (06 trains only its hybrid; 08 trains 6 epochs, not 3), and 05 estimated on 2026-12-08 (its sweep
+# comes from a record; it trains one model); a notebook not listed counts as 60 s. TOGETHER: 05 and 06 load the ViT
+# and CNN 04 trained (06 since 2026-12-04, 05 since 2026-12-08), so the three share a lane (in order) when all run;
+# 07 and 08 share nothing (08 takes its mosaic model from the zoo).
+SECONDS = {"00": 7, "01": 9, "02": 8, "03": 73, "04": 397, "05": 90, "06": 150, "07": 233, "08": 250, "09": 185}
+TOGETHER = (("04", "05", "06"),)
 _seconds: dict[str, float] = defaultdict(float)
 _start = time.perf_counter()
 

@@ -1,5 +1,5 @@
 """notebooks/conftest.py's two lanes for `make notebooks` (two at a time): drawn for the notebooks collected, the
-longest first to the least loaded lane, 04 and 06 in one lane (06 loads the models 04 trained)."""
+longest first to the least loaded lane, 04, 05 and 06 in one lane (05 and 06 load the models 04 trained)."""
 
 import importlib.util
 from pathlib import Path
@@ -21,13 +21,13 @@ def _loads(m, lanes):
     return out
 
 
-def test_every_notebook_gets_a_lane_and_04_runs_beside_06():
+def test_every_notebook_gets_a_lane_and_04_runs_beside_05_and_06():
     m = _conftest()
     numbers = sorted(p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     assert set(m.SECONDS) == set(numbers)  # a time for every notebook, none for one that is gone
     lanes = m.lanes_for(numbers)
     assert set(lanes) == set(numbers) and set(lanes.values()) == {"lane-1", "lane-2"}
-    assert lanes["04"] == lanes["06"]
+    assert lanes["04"] == lanes["05"] == lanes["06"]
     loads = sorted(_loads(m, lanes).values())
     # the greedy split is within the longest unit's share of the best split (LPT's bound for two lanes)
     assert loads[1] - loads[0] <= max(m.SECONDS.values())

@@ -45,9 +45,9 @@ H100, A100, L4, T4 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB", "NVIDIA L
     ((9, 0), 8, H100, "full", "compute capability 9.0"),  # the fewest cores that do
     ((9, 0), 7, H100, "quick", "7 CPU cores < 8"),
     ((8, 0), 12, A100, "full", "compute capability 8.0"),  # Colab's A100: its longest estimated at up to 9.2 min
-    ((8, 9), 12, L4, "quick", "estimated at up to 32 min, over the 10-minute goal"),  # an L4 with enough cores
+    ((8, 9), 12, L4, "quick", "estimated at up to 28 min, over the 10-minute goal"),  # an L4 with enough cores
     ((8, 9), 2, L4, "quick", "2 CPU cores < 8 (the full profile is timed only on 16-core hosts) and its longest "
-                             "full-profile notebook is estimated at up to 32 min"),  # an L4 on a small machine
+                             "full-profile notebook is estimated at up to 28 min"),  # an L4 on a small machine
     ((7, 5), 2, T4, "quick", "compute capability 7.5 < 8.0 (no bf16 tensor cores) and 2 CPU cores < 8"),  # Colab T4
     ((7, 5), 32, T4, "quick", "compute capability 7.5 < 8.0"),  # a T4 on a big machine
     ((8, 9), 32, "NVIDIA GeForce RTX 4090", "quick", "its full-profile time is unknown"),
@@ -71,8 +71,8 @@ def test_the_h100_line_has_no_estimate_and_keeps_its_wording(monkeypatch):
 
 
 @pytest.mark.parametrize("gpu, capability, cores, minutes", [
-    (L4, (8, 9), 12, "30-153 min for all ten notebooks, 7.0-32 min the longest (its GPU work 11.2x an H100's"),
-    (T4, (7, 5), 2, "37-209 min for all ten notebooks, 8.9-44 min the longest (its GPU work 15.2x an H100's"),
+    (L4, (8, 9), 12, "24-130 min for all ten notebooks, 7.3-28 min the longest (its GPU work 11.2x an H100's"),
+    (T4, (7, 5), 2, "29-177 min for all ten notebooks, 9.4-38 min the longest (its GPU work 15.2x an H100's"),
 ])
 def test_other_gpus_print_the_estimate_and_how_to_choose_full(monkeypatch, gpu, capability, cores, minutes):
     _machine(monkeypatch, capability, cores, gpu)
@@ -83,8 +83,8 @@ def test_other_gpus_print_the_estimate_and_how_to_choose_full(monkeypatch, gpu, 
 
 
 @pytest.mark.parametrize("gpu, capability, cores, minutes", [
-    ("NVIDIA H100 PCIe", (9, 0), 16, "13-23 min for all ten notebooks, 2.7-4.9 min the longest"),  # 1.7x the SXM's
-    (A100, (8, 0), 12, "16-43 min for all ten notebooks, 3.4-9.2 min the longest (its GPU work 3.2x an H100's"),
+    ("NVIDIA H100 PCIe", (9, 0), 16, "11-19 min for all ten notebooks, 2.4-4.2 min the longest"),  # 1.7x the SXM's
+    (A100, (8, 0), 12, "13-37 min for all ten notebooks, 3.2-7.9 min the longest (its GPU work 3.2x an H100's"),
 ])
 def test_a_gpu_estimated_within_the_goal_gets_full_and_says_how_to_choose_quick(monkeypatch, gpu, capability, cores,
                                                                               minutes):
@@ -107,7 +107,7 @@ def test_forcing_the_profile_on_another_gpu_still_prints_the_estimate(monkeypatc
     _machine(monkeypatch, (8, 9), 12, L4)
     monkeypatch.setenv(ENV_VAR, "full")
     line = str(get_profile())
-    assert "chosen by MINIVIT_PROFILE=full; full profile on this L4 estimated at 30-153 min" in line
+    assert "chosen by MINIVIT_PROFILE=full; full profile on this L4 estimated at 24-130 min" in line
     _machine(monkeypatch, (9, 0), 16, H100)
     monkeypatch.setenv(ENV_VAR, "quick")
     assert str(get_profile()).endswith("; chosen by MINIVIT_PROFILE=quick")  # the H100: nothing estimated
