@@ -31,7 +31,7 @@ TIMES = "MINIVIT_NOTEBOOK_TIMES"  # environment variable: a JSON file for the no
 # busy, measured in a rehearsal of CI on 2026-12-02 (c8405f3), but 06 and 08, estimated on 2026-12-04 from their new
 # one-at-a-time times (06 trains only its hybrid; 08 trains 6 epochs, not 3), and 05 estimated on 2026-12-08 (its sweep
 # comes from a record; it trains one model); a notebook not listed counts as 60 s. TOGETHER: 05 and 06 load the ViT
-# and CNN 04 trained (06 since 2026-12-04, 05 since 2026-12-08), so the three share a lane (in order) when all run;
+# and CNN 04 trained (06 since 2026-12-04, 05 since 2026-12-08), so those of the three that run share a lane (in order);
 # 07 and 08 share nothing (08 takes its mosaic model from the zoo).
 SECONDS = {"00": 7, "01": 9, "02": 8, "03": 73, "04": 397, "05": 90, "06": 150, "07": 233, "08": 250, "09": 185}
 TOGETHER = (("04", "05", "06"),)
@@ -41,11 +41,12 @@ _start = time.perf_counter()
 
 def lanes_for(numbers, n_lanes: int = 2) -> dict[str, str]:
     """{notebook number: lane name} for the notebooks `numbers` ("00" ... "09") on `n_lanes` workers: the units (a
-    notebook, or a TOGETHER group when all of it is there) longest first, each to the least loaded lane."""
+    notebook, or those of a TOGETHER group that are there) longest first, each to the least loaded lane."""
     numbers, units = sorted(set(numbers)), []
     for group in TOGETHER:
-        if set(group) <= set(numbers):
-            units.append(group)
+        present = tuple(x for x in group if x in numbers)
+        if len(present) > 1:  # e.g. 04 and 05 without 06: still one lane, in order
+            units.append(present)
     grouped = {x for u in units for x in u}
     units += [(x,) for x in numbers if x not in grouped]
     load, lanes = [0.0] * max(1, n_lanes), {}

@@ -35,9 +35,12 @@ def test_every_notebook_gets_a_lane_and_04_runs_beside_05_and_06():
 
 def test_the_other_copy_notebooks_are_balanced_on_their_own():
     m = _conftest()
-    for some in (["00", "04", "07", "08"],  # make other-copy's
+    for some in (["00", "04", "05", "07", "08"],  # make other-copy's (05 since 2026-12-08)
+                 ["00", "04", "07", "08"],  # its four until then
                  ["00", "04", "06", "07", "08", "09"]):  # its six until 2026-12-02: 06 beside 04
         lanes = m.lanes_for(some)
         assert set(lanes) == set(some) and len(_loads(m, lanes)) == 2
         assert lanes["04"] != lanes["07"]  # the two longest apart
     assert m.lanes_for(["04"], 2) == {"04": "lane-1"} and m.lanes_for(["12"], 1) == {"12": "lane-1"}
+    part = m.lanes_for(["04", "05", "07"])  # 05 without 06 still follows 04 (it loads 04's models)
+    assert part["04"] == part["05"] != part["07"]
