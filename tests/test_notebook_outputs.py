@@ -5,7 +5,7 @@ nbval compares every cell's stored text output with a fresh run, unless the cell
 derived from the profile (a preset, a recipe, a training result, a timing) fails under the full profile -- on a
 GPU, where a failure costs the most to find. This test reads each notebook's code with `ast`, follows which names
 are derived from such a source (cell by cell, in order), and fails when a compared cell with stored text prints
-or displays one of them. A cell whose output is the same in every profile although it uses such a name (an exact
+or displays one of them, or calls `claim` (its line ends with the profile's name). A cell whose output is the same in every profile although it uses such a name (an exact
 ln K from a zero head, say) says so in a comment: `# profile-independent: <why>`.
 """
 
@@ -129,6 +129,14 @@ def _text_outputs(cell) -> list[str]:
     return texts
 
 
+def _calls_claim(code: str) -> bool:
+    """Whether a cell calls `minivit.claims.claim`, whose printed line names the profile that ran it."""
+    try:
+        return "claim" in _calls(ast.parse(code))
+    except SyntaxError:
+        return False
+
+
 def findings(cells: list[dict]) -> list[str]:
     """'cell N: prints <names>' for every compared cell that shows a profile-dependent value."""
     tainted: set[str] = set()
@@ -144,6 +152,8 @@ def findings(cells: list[dict]) -> list[str]:
             continue
         bad = sorted({n for e in _displayed(code_lines) for n in _names(e) & (tainted | SOURCE_NAMES) - modules}
                      | {c for e in _displayed(code_lines) for c in _calls(e) & SOURCE_CALLS})
+        if _calls_claim(code_lines):  # its line ends with the profile's name, "[quick]" or "[full]"
+            bad = sorted(set(bad) | {"claim"})
         if bad:
             out.append(f"cell {i}: its compared output shows {', '.join(bad)}, which depend on the profile; "
                        "mark it # NBVAL_IGNORE_OUTPUT, or say why not with # profile-independent: <why>")
@@ -163,9 +173,10 @@ def test_the_lint_finds_what_it_should():
              _cell("print(3 * 4)"),  # constant: fine
              _cell("# profile-independent: a zero head gives ln K in any run\nprint(acc)"),
              _cell("f'{acc:.2f}'"),  # a displayed last expression: found
-             _cell("import torch\ntorch.manual_seed(acc)\nacc = 0.5\nprint(torch.zeros(2), acc)")]  # rebound: fine
+             _cell("import torch\ntorch.manual_seed(acc)\nacc = 0.5\nprint(torch.zeros(2), acc)"),  # rebound: fine
+             _cell("_ = claim('a claim on a committed record', 4.0, above=3)")]  # prints "[quick]": found
     got = findings(cells)
-    assert [g.split(":")[0] for g in got] == ["cell 1", "cell 4", "cell 7"], got
+    assert [g.split(":")[0] for g in got] == ["cell 1", "cell 4", "cell 7", "cell 9"], got
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
