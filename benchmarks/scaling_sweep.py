@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from datetime import date
@@ -32,9 +30,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from minivit import sweep  # noqa: E402
-from minivit.data import copies_read, data_root, load_dataset, stratified_subset  # noqa: E402
+from minivit.data import data_root, load_dataset, stratified_subset  # noqa: E402
 from minivit.flops import flops_by_epoch, training_flops_per_image  # noqa: E402
 from minivit.train import predict  # noqa: E402
+from minivit.zoo.training import machine, pack_right  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results_io import save_result  # noqa: E402
 
 DATA_STUDY, SEEDS = sweep.DATA_PER_CLASS, sweep.SEEDS
 
@@ -74,24 +76,7 @@ def train_one(model_name: str, level: int, seed: int, n_per_class: int | None, t
                 epochs=len(history), train_flops=int(flops), seconds=round(sum(history.epoch_time), 1),
                 wall_s=round(wall, 1), val_acc=history.final["val_acc"], clean_train_acc=round(train_acc, 4),
                 clean_train_images=len(seen), test_acc=right.float().mean().item(), test_images=len(test),
-                test_right=sweep.pack(right))
-
-
-def cpu_name() -> str:
-    """The CPU's model name (Linux: /proc/cpuinfo), else the platform's."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def write_json(path: Path, out: dict) -> None:
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(out, indent=1) + "\n")
-    os.replace(tmp, path)
+                test_right=pack_right(right))
 
 
 def main(argv=None) -> None:
@@ -111,16 +96,15 @@ def main(argv=None) -> None:
         missing = [r for r in runs() if not run_file(folder, *r).exists()]
         if missing:
             sys.exit(f"{len(missing)} run(s) not finished, e.g. {missing[0]}: run the parts first")
-        meta = found[0].pop("meta")
-        for r in found[1:]:
-            r.pop("meta")
+        meta, copies = found[0]["meta"], found[0]["data_copies"]
+        for r in found:
+            del r["meta"], r["data_copies"]
         out = dict(what="notebook 05's scaling sweep: each run's test accuracy and answers on all 10,000 CIFAR-10 "
                         "test images (benchmarks/scaling_sweep.py, minivit.sweep)",
                    levels=list(sweep.LEVELS), base_model=sweep.BASE_MODEL, base_recipe=sweep.BASE_RECIPE,
-                   test_images=found[0]["test_images"], date=str(date.today()), **meta, runs=found)
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        write_json(a.out, out)
-        print(f"wrote {a.out}: {len(found)} runs")
+                   test_images=found[0]["test_images"], date=str(date.today()), **meta, data_copies=copies, runs=found)
+        save_result(a.out.stem, out, a.out.parent)
+        print(f"{len(found)} runs")
         return
     i, n = (int(x) for x in a.part.split("/"))
     if not 1 <= i <= n:
@@ -128,16 +112,14 @@ def main(argv=None) -> None:
     torch.set_num_threads(a.threads)
     train_full, test = load_dataset("cifar10", "train"), load_dataset("cifar10", "test")
     val = stratified_subset(test, 200)  # the 2,000 test images notebook 04 watches (as its runs did)
-    meta = dict(threads=a.threads, cpu=cpu_name(), cores=os.cpu_count(),
-                torch=torch.__version__, python=platform.python_version(), data_copies=None)
+    meta = machine()  # the CPU, its cores, the threads, torch: floating point differs between them
     for k, job in enumerate(runs()):
         path = run_file(folder, *job)
         if k % n != i - 1 or path.exists():
             continue
         out = train_one(*job, train_full, test, val)
-        meta["data_copies"] = copies_read()
         out["meta"] = meta
-        write_json(path, out)
+        save_result(path.stem, out, folder)  # with the copy of the data it read (data_copies)
         print(f"{job}: test {out['test_acc']:.4f}, {out['train_flops']:.2e} FLOPs, {out['seconds']:.0f} s", flush=True)
 
 

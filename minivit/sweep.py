@@ -18,12 +18,12 @@ A model so cheap that its share of the 32-px phase would need more than the whol
 The record (`records/sweep_cifar10.json`, written by benchmarks/scaling_sweep.py) holds each run's accuracy on all
 10,000 test images and which of them it got right (bit-packed), so that a notebook can pair two runs image by image
 without training them. It was measured on the course's copy of CIFAR-10 (its order of the test images); a run of
-this machine is compared with it by accuracy, never image by image.
+this machine is compared with it by accuracy, never image by image. The answers are packed as the zoo's records pack
+theirs (`minivit.zoo.training.pack_right`).
 """
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 
@@ -102,29 +102,9 @@ def level_recipe(level: int, model, train, n_per_class: int | None = None):
                                                    warmup_epochs=base.then.warmup_epochs * e32))
     if model in (BASE_MODEL, PATCH_MODEL):
         return recipe
-    make = model if callable(model) else (lambda: build(model))  # a name: checked here
-    if not callable(model):
-        _changes(model)
+    make = model if callable(model) else (lambda: build(model))  # an unknown name fails in `build`
     return recipe.at_flops(lambda size: training_flops_per_image(make, size),
                            lambda size: training_flops_per_image(lambda: build(BASE_MODEL), size), train)
-
-
-def pack(right: torch.Tensor) -> str:
-    """bool (n,) -> base64 text of its bits (the record's form of a run's answers)."""
-    bits = torch.as_tensor(right, dtype=torch.bool).flatten().tolist()
-    data = bytearray((len(bits) + 7) // 8)
-    for i, b in enumerate(bits):
-        if b:
-            data[i // 8] |= 1 << (i % 8)
-    return base64.b64encode(bytes(data)).decode("ascii")
-
-
-def unpack(text: str, n: int) -> torch.Tensor:
-    """The inverse of `pack`: bool (n,)."""
-    data = base64.b64decode(text)
-    if len(data) != (n + 7) // 8:
-        raise ValueError(f"expected {(n + 7) // 8} bytes for {n} answers, got {len(data)}")
-    return torch.tensor([bool(data[i // 8] >> (i % 8) & 1) for i in range(n)])
 
 
 def load_record(path: str | Path | None = None) -> dict:
@@ -134,10 +114,11 @@ def load_record(path: str | Path | None = None) -> dict:
     if not path.exists():
         raise FileNotFoundError(f"no sweep record at {path}: it comes with the course (minivit/records/); "
                                 "benchmarks/scaling_sweep.py writes it")
+    from .zoo.training import unpack_right  # the zoo's records keep answers the same way
     record = json.loads(path.read_text())
     n = record["test_images"]
     for run in record["runs"]:
-        run["right"] = unpack(run.pop("test_right"), n)
+        run["right"] = unpack_right(run.pop("test_right"), n)
     return record
 
 
@@ -150,4 +131,4 @@ def find(record: dict, model: str, level: int, seed: int = 0, n_per_class: int |
 
 
 __all__ = ["BASE_MODEL", "DATA_PER_CLASS", "LEVELS", "MODELS", "PATCH_MODEL", "SEEDS", "build",
-           "checkpoint_model_name", "find", "level_recipe", "load_record", "pack", "unpack"]
+           "checkpoint_model_name", "find", "level_recipe", "load_record"]
